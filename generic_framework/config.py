@@ -1,0 +1,171 @@
+"""Settings: constructor arguments first, then environment variables, then defaults.
+
+``.env`` is read only by entry points (the CLI and the service call :func:`load_dotenv`), never on
+import, so importing the library never changes behaviour behind a caller's back.
+
+An invalid value fails with the variable's name and what is allowed, for example
+``LLM_TEMPERATURE must be between 0 and 1 (got 2)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from generic_framework.errors import ConfigError, register_secret
+
+__all__ = ["CODING_BASE_URL", "DEFAULT_BASE_URL", "Settings", "load_dotenv"]
+
+DEFAULT_BASE_URL = "https://api.z.ai/api/paas/v4"
+CODING_BASE_URL = "https://api.z.ai/api/coding/paas/v4"
+
+
+def load_dotenv(path: str | Path | None = None) -> bool:
+    """Load ``.env`` (or ``path``) into the process environment without overriding what is set.
+
+    Called by the CLI and the service entry points only. Returns True when a file was read.
+    """
+    from dotenv import find_dotenv
+    from dotenv import load_dotenv as _load
+
+    target = str(path) if path is not None else find_dotenv(usecwd=True)
+    return bool(target) and _load(target, override=False)
+
+
+class Settings(BaseSettings):
+    """Every knob of generic_framework, read from arguments or the environment.
+
+    Field names are the lower-case environment variable names (``llm_timeout`` reads
+    ``LLM_TIMEOUT``). ``api_key`` and ``base_url`` also accept the Z.AI SDK's names
+    ``ZAI_API_KEY`` and ``ZAI_BASE_URL``.
+    """
+
+    model_config = SettingsConfigDict(
+        env_file=None,
+        case_sensitive=False,
+        extra="ignore",
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+    api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("api_key", "OPENAI_API_KEY", "ZAI_API_KEY")
+    )
+    base_url: str = Field(
+        default=DEFAULT_BASE_URL,
+        validation_alias=AliasChoices("base_url", "OPENAI_BASE_URL", "ZAI_BASE_URL"),
+    )
+    llm_model: str = "glm-4.7"
+    llm_temperature: float | None = Field(default=None, ge=0.0, le=1.0)
+    llm_thinking: Literal["enabled", "disabled"] | None = None
+    llm_timeout: float = Field(default=240.0, gt=0)
+    llm_connect_timeout: float = Field(default=60.0, gt=0)
+    llm_pool_timeout: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=3, ge=0, le=20)
+    llm_retry_deadline: float = Field(default=600.0, gt=0)
+    llm_max_connections: int = Field(default=100, ge=1, le=10_000)
+    llm_max_concurrency: int = Field(default=64, ge=1, le=10_000)
+    max_tool_rounds: int = Field(default=5, ge=0, le=50)
+    tool_timeout: float = Field(default=30.0, gt=0)
+    web_search_mode: Literal["builtin", "client", "off"] = "builtin"
+    web_search_engine: str = "search_pro_jina"
+    web_search_count: int = Field(default=5, ge=1, le=50)
+    web_search_recency: Literal["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"] = "noLimit"
+    history_turns: int = Field(default=20, ge=0, le=1000)
+    personas_dir: Path = Path("./personas")
+    data_dir: Path = Path("./data")
+    bot_host: str = "127.0.0.1"
+    bot_port: int = Field(default=8080, ge=0, le=65535)
+    bot_api_token: SecretStr | None = None
+    bot_max_body: int = Field(default=65536, ge=1024)
+    bot_max_message_chars: int = Field(default=16000, ge=1)
+    bot_cors_origins: str = ""
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(_explain(exc)) from None
+        if self.api_key is not None:
+            register_secret(self.api_key.get_secret_value())
+        if self.bot_api_token is not None:
+            register_secret(self.bot_api_token.get_secret_value())
+
+    @field_validator("api_key", "bot_api_token", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("llm_temperature", "llm_thinking", mode="before")
+    @classmethod
+    def _blank_optional(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_base_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @property
+    def has_api_key(self) -> bool:
+        """True when a non-empty API key is configured."""
+        return self.api_key is not None
+
+    @property
+    def is_coding_endpoint(self) -> bool:
+        """True for the Coding Plan endpoint (``.../api/coding/paas/v4``)."""
+        return "/coding/" in self.base_url
+
+    @property
+    def database_path(self) -> Path:
+        """The SQLite conversation store's file."""
+        return self.data_dir / "conversations.sqlite3"
+
+
+def _explain(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else "settings"
+        name = field.upper()
+        ctx = err.get("ctx") or {}
+        kind = err["type"]
+        if kind in {"greater_than_equal", "less_than_equal"} and field in _RANGES:
+            low, high = _RANGES[field]
+            detail = f"must be between {low} and {high}"
+        elif kind == "greater_than":
+            detail = f"must be greater than {ctx.get('gt')}"
+        elif kind == "greater_than_equal":
+            detail = f"must be at least {ctx.get('ge')}"
+        elif kind == "less_than_equal":
+            detail = f"must be at most {ctx.get('le')}"
+        elif kind == "literal_error":
+            detail = f"must be one of {ctx.get('expected')}"
+        else:
+            detail = str(err["msg"]).removeprefix("Value error, ")
+        got = err.get("input")
+        shown = "" if field in {"api_key", "bot_api_token"} else f" (got {got!r})"
+        lines.append(f"{name} {detail}{shown}")
+    return "; ".join(lines)
+
+
+_RANGES: dict[str, tuple[object, object]] = {
+    "llm_temperature": (0, 1),
+    "llm_max_retries": (0, 20),
+    "max_tool_rounds": (0, 50),
+    "web_search_count": (1, 50),
+    "bot_port": (0, 65535),
+    "history_turns": (0, 1000),
+}
