@@ -1,0 +1,189 @@
+"""``/openapi.json``: an OpenAPI 3.1 document generated from the pydantic models of the service.
+
+Paths are written here by hand (the service has seven); every schema comes from
+:mod:`generic_framework.service.schemas` through ``model_json_schema``, so the document cannot
+drift from what the endpoints validate and return.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel
+
+from generic_framework import __version__
+from generic_framework.service.schemas import (
+    CONVERSATION_ID_PATTERN,
+    ChatCompletionChunkOut,
+    ChatCompletionOut,
+    ChatCompletionRequest,
+    ConversationOut,
+    ErrorOut,
+    HealthOut,
+    ModelListOut,
+    ReadyOut,
+    TurnOut,
+    TurnRequest,
+)
+
+__all__ = ["openapi_document"]
+
+_REF = "#/components/schemas/{model}"
+_REQUESTS: tuple[type[BaseModel], ...] = (ChatCompletionRequest, TurnRequest)
+_RESPONSES: tuple[type[BaseModel], ...] = (
+    ChatCompletionOut,
+    ChatCompletionChunkOut,
+    TurnOut,
+    ConversationOut,
+    ModelListOut,
+    HealthOut,
+    ReadyOut,
+    ErrorOut,
+)
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": _REF.format(model=model.__name__)}
+
+
+def _schemas() -> dict[str, Any]:
+    schemas: dict[str, Any] = {}
+    for model in _REQUESTS + _RESPONSES:
+        if model in _REQUESTS:
+            schema = model.model_json_schema(ref_template=_REF, mode="validation")
+        else:
+            schema = model.model_json_schema(ref_template=_REF, mode="serialization")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+    return schemas
+
+
+def _json_content(model: type[BaseModel]) -> dict[str, Any]:
+    return {"application/json": {"schema": _ref(model)}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    text = {
+        400: "Invalid request (bad JSON, a field, a message too long)",
+        401: "Missing or wrong bearer token",
+        404: "Unknown persona or conversation",
+        408: "The request body arrived too slowly",
+        413: "Body larger than BOT_MAX_BODY",
+        502: "The language model service failed or refused",
+        503: "The language model service is rate limiting (after retries)",
+        504: "The language model service timed out",
+    }
+    return {str(s): {"description": text[s], "content": _json_content(ErrorOut)} for s in statuses}
+
+
+_TURN_ERRORS = (400, 401, 404, 408, 413, 502, 503, 504)
+_STREAM_DOC = (
+    "With `stream: true`: `text/event-stream` of `data: <ChatCompletionChunkOut>` frames ending "
+    'with `data: [DONE]`; a failure after the first frame is a `data: {"error": ...}` frame.'
+)
+
+
+def _paths() -> dict[str, Any]:
+    conversation_id = {
+        "name": "conversation_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": CONVERSATION_ID_PATTERN},
+    }
+    sse = {"text/event-stream": {"schema": {"type": "string"}}}
+    return {
+        "/healthz": {"get": _op("Liveness", {"200": _ok(HealthOut)}, public=True)},
+        "/readyz": {
+            "get": _op(
+                "Readiness: store writable, personas loaded, upstream configured",
+                {"200": _ok(ReadyOut), "503": _ok(ReadyOut, "Not ready")},
+                public=True,
+            )
+        },
+        "/v1/models": {"get": _op("The personas, as models", {"200": _ok(ModelListOut)})},
+        "/v1/chat/completions": {
+            "post": _op(
+                "OpenAI-compatible chat completion; `model` is a persona name",
+                {
+                    "200": {
+                        "description": "A completion. " + _STREAM_DOC,
+                        "content": {**_json_content(ChatCompletionOut), **sse},
+                    },
+                    **_errors(*_TURN_ERRORS),
+                },
+                body=ChatCompletionRequest,
+            )
+        },
+        "/v1/conversations/{conversation_id}/messages": {
+            "post": _op(
+                "One turn of a server-held conversation",
+                {
+                    "200": {
+                        "description": "The reply. " + _STREAM_DOC,
+                        "content": {**_json_content(TurnOut), **sse},
+                    },
+                    **_errors(*_TURN_ERRORS),
+                },
+                body=TurnRequest,
+                parameters=[conversation_id],
+            )
+        },
+        "/v1/conversations/{conversation_id}": {
+            "get": _op(
+                "The stored messages of a conversation",
+                {"200": _ok(ConversationOut), **_errors(400, 401, 404)},
+                parameters=[conversation_id],
+            ),
+            "delete": _op(
+                "Delete a conversation",
+                {"204": {"description": "Deleted"}, **_errors(400, 401, 404)},
+                parameters=[conversation_id],
+            ),
+        },
+    }
+
+
+def _ok(model: type[BaseModel], description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": _json_content(model)}
+
+
+def _op(
+    summary: str,
+    responses: dict[str, Any],
+    *,
+    body: type[BaseModel] | None = None,
+    parameters: list[dict[str, Any]] | None = None,
+    public: bool = False,
+) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "responses": responses}
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": _json_content(body)}
+    if parameters:
+        op["parameters"] = parameters
+    op["security"] = [] if public else [{"bearer": []}]
+    return op
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    """The service's OpenAPI 3.1 document (built once)."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "generic-framework bot service",
+            "version": __version__,
+            "description": "OpenAI-compatible chat with personas backed by GLM models.",
+        },
+        "paths": _paths(),
+        "components": {
+            "schemas": _schemas(),
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "BOT_API_TOKEN; required on /v1/* when it is set",
+                }
+            },
+        },
+    }

@@ -1,0 +1,264 @@
+"""Request and response bodies of the bot service, as pydantic models.
+
+They validate what arrives, shape what leaves, and are the source of ``/openapi.json``.
+Request models of the OpenAI-compatible endpoint accept (and ignore) fields they do not know,
+because OpenAI clients send many optional parameters; the service's own endpoints forbid them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CONVERSATION_ID_PATTERN",
+    "ChatCompletionChunkOut",
+    "ChatCompletionOut",
+    "ChatCompletionRequest",
+    "ChatMessageIn",
+    "ChoiceOut",
+    "ChunkChoiceOut",
+    "ChunkDeltaOut",
+    "CitationOut",
+    "ConversationOut",
+    "ErrorDetail",
+    "ErrorOut",
+    "FinishReason",
+    "HealthOut",
+    "MessageOut",
+    "ModelListOut",
+    "ModelOut",
+    "ProgressOut",
+    "ReadyOut",
+    "ReplySummaryOut",
+    "TurnOut",
+    "TurnRequest",
+    "UsageOut",
+    "WebSearchItemOut",
+]
+
+CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
+"""Conversation ids: letters, digits, ``_`` and ``-``; no dots or slashes, so never a path."""
+
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+FinishReason = Literal["stop", "length", "content_filter"]
+
+
+class ChatMessageIn(BaseModel):
+    """One message of an OpenAI chat request. ``content`` may be text or a list of parts."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Role
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """``POST /v1/chat/completions``: OpenAI's request; ``model`` names a persona.
+
+    ``conversation_id`` is an extension: when set, the server-held history of that conversation
+    is used (the request's earlier messages are ignored) and the turn is stored.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1, max_length=200)
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=500)
+    stream: bool = False
+    conversation_id: str | None = Field(default=None, pattern=CONVERSATION_ID_PATTERN)
+
+
+class TurnRequest(BaseModel):
+    """``POST /v1/conversations/{id}/messages``: one user message to a persona."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    persona: str = Field(min_length=1, max_length=200)
+    content: str
+    stream: bool = False
+
+
+class UsageOut(BaseModel):
+    """Token counts in OpenAI's shape."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+class WebSearchItemOut(BaseModel):
+    """One source, in the shape of Z.AI's top-level ``web_search[]`` items."""
+
+    title: str = ""
+    link: str = ""
+    content: str = ""
+    media: str = ""
+    icon: str = ""
+    refer: str = ""
+    publish_date: str = ""
+
+
+class CitationOut(BaseModel):
+    """One numbered source, as the answer cites it (``[1]``)."""
+
+    number: int
+    title: str = ""
+    url: str = ""
+    site: str = ""
+    snippet: str = ""
+    published: str = ""
+    ref: str = ""
+
+
+class MessageOut(BaseModel):
+    """The assistant message of a completion."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class ChoiceOut(BaseModel):
+    """The single choice of a completion."""
+
+    index: int = 0
+    message: MessageOut
+    finish_reason: FinishReason
+
+
+class ChatCompletionOut(BaseModel):
+    """A non-streamed completion; ``web_search``, ``citations`` and ``stop_reason`` are extras."""
+
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChoiceOut]
+    usage: UsageOut
+    web_search: list[WebSearchItemOut] = Field(default_factory=list)
+    citations: list[CitationOut] = Field(default_factory=list)
+    stop_reason: str
+    conversation_id: str | None = None
+
+
+class ChunkDeltaOut(BaseModel):
+    """The incremental part of a chunk."""
+
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+
+class ChunkChoiceOut(BaseModel):
+    """The single choice of a chunk; ``finish_reason`` only on the last one."""
+
+    index: int = 0
+    delta: ChunkDeltaOut = Field(default_factory=ChunkDeltaOut)
+    finish_reason: FinishReason | None = None
+
+
+class ProgressOut(BaseModel):
+    """Tool progress, carried by a chunk with an empty delta (an extension field).
+
+    ``round_started``: the model asked for ``tools`` in model call ``round``.
+    ``tool_finished``: tool ``name`` ended after ``ms`` milliseconds, ``ok`` or not.
+    """
+
+    event: Literal["round_started", "tool_finished"]
+    round: int | None = None
+    tools: list[str] | None = None
+    name: str | None = None
+    ok: bool | None = None
+    ms: float | None = None
+
+
+class ReplySummaryOut(BaseModel):
+    """The final answer as stored: ``[ref_N]`` markers rewritten to ``[n]``."""
+
+    content: str
+    citations: list[CitationOut] = Field(default_factory=list)
+    stop_reason: str
+
+
+class ChatCompletionChunkOut(BaseModel):
+    """One ``data:`` frame of a streamed answer (OpenAI ``chat.completion.chunk``).
+
+    Extensions: ``progress`` on tool-progress chunks; ``web_search`` (Z.AI's shape),
+    ``usage`` and ``reply`` on the last chunk.
+    """
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoiceOut]
+    usage: UsageOut | None = None
+    web_search: list[WebSearchItemOut] | None = None
+    progress: ProgressOut | None = None
+    reply: ReplySummaryOut | None = None
+    conversation_id: str | None = None
+
+
+class TurnOut(BaseModel):
+    """The answer of ``POST /v1/conversations/{id}/messages``."""
+
+    conversation_id: str
+    persona: str
+    content: str
+    citations: list[CitationOut] = Field(default_factory=list)
+    web_search: list[WebSearchItemOut] = Field(default_factory=list)
+    rounds: list[dict[str, Any]] = Field(default_factory=list)
+    usage: UsageOut
+    stop_reason: str
+    model: str = ""
+
+
+class ConversationOut(BaseModel):
+    """A stored conversation: its messages in order, as sent to the model."""
+
+    id: str
+    messages: list[dict[str, Any]]
+
+
+class ModelOut(BaseModel):
+    """One persona, listed as a model."""
+
+    id: str
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str = "generic-framework"
+    description: str = ""
+
+
+class ModelListOut(BaseModel):
+    """``GET /v1/models``."""
+
+    object: Literal["list"] = "list"
+    data: list[ModelOut]
+
+
+class HealthOut(BaseModel):
+    """``GET /healthz``."""
+
+    status: Literal["ok"] = "ok"
+
+
+class ReadyOut(BaseModel):
+    """``GET /readyz``: each check's verdict; the status is 503 unless all pass."""
+
+    status: Literal["ready", "not ready"]
+    checks: dict[str, str]
+
+
+class ErrorDetail(BaseModel):
+    """OpenAI's error object."""
+
+    message: str
+    type: str
+    param: str | None = None
+    code: str | None = None
+
+
+class ErrorOut(BaseModel):
+    """Every error response."""
+
+    error: ErrorDetail

@@ -1,0 +1,127 @@
+"""Scripted personas for service tests: no model, no network, exact control over timing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
+from generic_framework.core.reply import Citation, Reply
+from generic_framework.messages import AssistantMessage, Usage, UserMessage
+
+WEATHER = Citation(
+    number=1,
+    title="Nanaimo weather",
+    url="https://weather.example.org/nanaimo",
+    site="Example Weather",
+    snippet="Light rain, 9 degrees.",
+    published="2026-03-13",
+    ref="ref_1",
+)
+
+
+def make_reply(
+    content: str = "Light rain and 9 degrees [1].",
+    *,
+    citations: Sequence[Citation] = (WEATHER,),
+    stop_reason: str = "completed",
+    conversation_id: str | None = None,
+    text: str = "question",
+) -> Reply:
+    return Reply(
+        content=content,
+        citations=list(citations),
+        usage=Usage(prompt_tokens=10, completion_tokens=5, total_tokens=15),
+        stop_reason=stop_reason,  # type: ignore[arg-type]
+        model="glm-4.7",
+        conversation_id=conversation_id,
+        messages=[UserMessage(content=text), AssistantMessage(content=content)],
+    )
+
+
+class FakePersona:
+    """Streams ``events`` then ``Done``; raises ``error`` after ``error_after`` events."""
+
+    def __init__(
+        self,
+        name: str = "scout",
+        *,
+        description: str = "finds things out",
+        events: Sequence[PersonaEvent] | None = None,
+        reply: Reply | None = None,
+        error: BaseException | None = None,
+        error_after: int = 0,
+    ) -> None:
+        self.name = name
+        self.description = description
+        self.events = list(
+            events
+            if events is not None
+            else [
+                RoundStarted(round=1, tools=["web_search"]),
+                ToolFinished(name="web_search", ok=True, ms=12.34),
+                TextDelta(text="Light rain "),
+                TextDelta(text="and 9 degrees [ref_1]."),
+            ]
+        )
+        self.reply = reply
+        self.error = error
+        self.error_after = error_after
+        self.calls: list[tuple[str, str | None]] = []
+
+    async def respond(self, text: str, *, conversation_id: str | None = None) -> Reply:
+        async for event in self.stream(text, conversation_id=conversation_id):
+            if isinstance(event, Done):
+                return event.reply
+        raise AssertionError("no Done")
+
+    async def stream(
+        self, text: str, *, conversation_id: str | None = None
+    ) -> AsyncIterator[PersonaEvent]:
+        self.calls.append((text, conversation_id))
+        for index, event in enumerate(self.events):
+            if self.error is not None and index == self.error_after:
+                raise self.error
+            yield event
+        if self.error is not None:
+            raise self.error
+        yield Done(self.reply or make_reply(conversation_id=conversation_id, text=text))
+
+
+class GatedPersona(FakePersona):
+    """Each turn waits for its own gate: tests decide when each turn may end."""
+
+    def __init__(self, name: str = "scout") -> None:
+        super().__init__(name, events=[])
+        self.started: asyncio.Queue[str] = asyncio.Queue()
+        self.gates: dict[str, asyncio.Event] = {}
+        self.running = 0
+        self.max_running = 0
+        self.order: list[str] = []
+
+    async def stream(
+        self, text: str, *, conversation_id: str | None = None
+    ) -> AsyncIterator[PersonaEvent]:
+        self.running += 1
+        self.max_running = max(self.max_running, self.running)
+        try:
+            gate = self.gates.setdefault(text, asyncio.Event())
+            await self.started.put(text)
+            await gate.wait()
+            self.order.append(text)
+            yield Done(make_reply(f"answer to {text}", citations=(), text=text))
+        finally:
+            self.running -= 1
+
+
+def chunks(body: str) -> list[Any]:
+    """The JSON payloads of an SSE body, with ``[DONE]`` kept as the string."""
+    import json
+
+    out: list[Any] = []
+    for frame in body.split("\n\n"):
+        if frame.startswith("data: "):
+            data = frame[len("data: ") :]
+            out.append(data if data == "[DONE]" else json.loads(data))
+    return out

@@ -1,0 +1,338 @@
+"""The /v1 endpoints over scripted personas: shapes, streaming, errors, conversations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from service_fakes import FakePersona, chunks, make_reply
+
+from generic_framework.core.history import ConversationStore
+from generic_framework.errors import (
+    APIConnectionError,
+    APITimeoutError,
+    AuthenticationError,
+    ConfigError,
+    ContentFilterError,
+    RateLimitError,
+    ServerError,
+    register_secret,
+)
+from generic_framework.messages import AssistantMessage, UserMessage
+
+Client = Callable[..., httpx.AsyncClient]
+
+
+def ask(text: str = "// what's the weather in Nanaimo?", **extra: Any) -> dict[str, Any]:
+    return {"model": "scout", "messages": [{"role": "user", "content": text}], **extra}
+
+
+async def test_health_is_public_and_ready_checks_everything(client_for: Client) -> None:
+    async with client_for(token=None, bot_api_token="secret-token-1") as client:
+        assert (await client.get("/healthz")).json() == {"status": "ok"}
+        ready = await client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["status"] == "ready"
+    assert set(ready.json()["checks"]) == {"store", "personas", "upstream"}
+
+
+async def test_not_ready_without_personas_or_key(client_for: Client) -> None:
+    async with client_for({}, api_key=None) as client:
+        ready = await client.get("/readyz")
+    assert ready.status_code == 503
+    checks = ready.json()["checks"]
+    assert checks["personas"].startswith("fail")
+    assert "OPENAI_API_KEY" in checks["upstream"]
+
+
+async def test_models_lists_the_personas(client_for: Client) -> None:
+    personas = {"scout": FakePersona("scout"), "aria": FakePersona("aria", description="")}
+    async with client_for(personas) as client:
+        body = (await client.get("/v1/models")).json()
+    assert body["object"] == "list"
+    assert [m["id"] for m in body["data"]] == ["aria", "scout"]
+    assert body["data"][1]["description"] == "finds things out"
+
+
+async def test_completion_has_openai_shape_and_zai_web_search(client_for: Client) -> None:
+    persona = FakePersona()
+    async with client_for({"scout": persona}) as client:
+        response = await client.post("/v1/chat/completions", json=ask())
+    assert response.status_code == 200
+    body = response.json()
+    assert body["object"] == "chat.completion"
+    assert body["model"] == "scout"
+    assert body["choices"][0]["message"] == {
+        "role": "assistant",
+        "content": "Light rain and 9 degrees [1].",
+    }
+    assert body["choices"][0]["finish_reason"] == "stop"
+    assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    assert body["web_search"] == [
+        {
+            "title": "Nanaimo weather",
+            "link": "https://weather.example.org/nanaimo",
+            "content": "Light rain, 9 degrees.",
+            "media": "Example Weather",
+            "icon": "",
+            "refer": "ref_1",
+            "publish_date": "2026-03-13",
+        }
+    ]
+    assert body["citations"][0]["number"] == 1
+    # The `//` prefix reaches the persona untouched; stateless requests have no conversation.
+    assert persona.calls == [("// what's the weather in Nanaimo?", None)]
+
+
+async def test_only_the_last_user_message_is_answered(client_for: Client) -> None:
+    persona = FakePersona()
+    messages = [
+        {"role": "system", "content": "ignored: the persona has its own prompt"},
+        {"role": "user", "content": "earlier"},
+        {"role": "assistant", "content": "earlier answer"},
+        {"role": "user", "content": [{"type": "text", "text": "now "}, {"type": "text", "text": "this"}]},
+    ]
+    async with client_for({"scout": persona}) as client:
+        response = await client.post(
+            "/v1/chat/completions", json={"model": "scout", "messages": messages, "temperature": 0.2}
+        )
+    assert response.status_code == 200
+    assert persona.calls == [("now this", None)]
+
+
+async def test_conversation_id_extension_uses_server_history(client_for: Client) -> None:
+    persona = FakePersona()
+    async with client_for({"scout": persona}) as client:
+        response = await client.post("/v1/chat/completions", json=ask("hi", conversation_id="c-1"))
+    assert response.json()["conversation_id"] == "c-1"
+    assert persona.calls == [("hi", "c-1")]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        (ask("x" * 101), 400, "message_too_long"),
+        (ask("   "), 400, "empty_message"),
+        ({"model": "scout", "messages": [{"role": "assistant", "content": "hi"}]}, 400, "invalid_role"),
+        ({"model": "scout", "messages": []}, 400, "too_short"),
+        ({"model": "nobody", "messages": [{"role": "user", "content": "hi"}]}, 404, "model_not_found"),
+        (ask(conversation_id="../etc/passwd"), 400, "string_pattern_mismatch"),
+        (
+            {"model": "scout", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+            400,
+            "unsupported",
+        ),
+    ],
+)
+async def test_invalid_requests_get_openai_errors(
+    client_for: Client, body: dict[str, Any], status: int, code: str
+) -> None:
+    async with client_for(bot_max_message_chars=100) as client:
+        response = await client.post("/v1/chat/completions", json=body)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code
+    assert set(error) == {"message", "type", "param", "code"}
+
+
+async def test_malformed_json_is_400(client_for: Client) -> None:
+    async with client_for() as client:
+        response = await client.post("/v1/chat/completions", content=b"{not json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "json_invalid"
+
+
+async def test_unknown_route_and_method_are_json(client_for: Client) -> None:
+    async with client_for() as client:
+        missing = await client.get("/v1/nothing")
+        wrong = await client.get("/v1/chat/completions")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
+    assert wrong.status_code == 405
+    assert wrong.json()["error"]["code"] == "method_not_allowed"
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "code"),
+    [
+        (RateLimitError("concurrency", code="1302", retry_after=2.5), 503, "upstream_rate_limited"),
+        (APITimeoutError("read timeout"), 504, "upstream_timeout"),
+        (APIConnectionError("refused"), 502, "upstream_unreachable"),
+        (ServerError("boom", status_code=500), 502, "upstream_error"),
+        (AuthenticationError("bad key", status_code=401, code="1002"), 502, "upstream_auth_failed"),
+        (ContentFilterError("blocked"), 502, "content_filter"),
+        (ConfigError("PERSONAS_DIR is wrong"), 500, "configuration_error"),
+        (RuntimeError("internal detail"), 500, "internal_error"),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_upstream_errors_map_to_gateway_statuses(
+    client_for: Client, error: Exception, status: int, code: str, stream: bool
+) -> None:
+    persona = FakePersona(error=error, error_after=0)
+    async with client_for({"scout": persona}) as client:
+        response = await client.post("/v1/chat/completions", json=ask(stream=stream))
+    assert response.status_code == status
+    body = response.json()
+    assert body["error"]["code"] == code
+    assert "internal detail" not in response.text
+    if status == 503:
+        assert response.headers["retry-after"] == "3"
+
+
+async def test_error_bodies_never_hold_secrets(client_for: Client) -> None:
+    key = "0123456789abcdef0123456789abcdef.ABCDEFGHijklmnop"
+    register_secret(key)
+    error = AuthenticationError(f"key {key} refused; Authorization: Bearer {key}", code="1002")
+    async with client_for({"scout": FakePersona(error=error)}) as client:
+        response = await client.post("/v1/chat/completions", json=ask())
+    assert response.status_code == 502
+    assert key not in response.text
+    assert "ABCDEFGHijklmnop" not in response.text
+
+
+async def test_stream_is_openai_chunks_with_progress_and_sources(client_for: Client) -> None:
+    async with client_for() as client:
+        response = await client.post("/v1/chat/completions", json=ask(stream=True))
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    frames = chunks(response.text)
+    assert frames[-1] == "[DONE]"
+    first, *middle, last, _ = frames
+    assert first["object"] == "chat.completion.chunk"
+    assert first["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert len({f["id"] for f in frames[:-1]}) == 1
+    progress = [f["progress"] for f in middle if "progress" in f]
+    assert progress == [
+        {"event": "round_started", "round": 1, "tools": ["web_search"]},
+        {"event": "tool_finished", "name": "web_search", "ok": True, "ms": 12.3},
+    ]
+    text = "".join(f["choices"][0]["delta"].get("content", "") for f in middle)
+    assert text == "Light rain and 9 degrees [ref_1]."
+    assert last["choices"][0]["finish_reason"] == "stop"
+    assert last["usage"]["total_tokens"] == 15
+    assert last["web_search"][0]["link"] == "https://weather.example.org/nanaimo"
+    assert last["reply"]["content"] == "Light rain and 9 degrees [1]."
+    assert "finish_reason" not in middle[0]["choices"][0]
+
+
+async def test_failure_mid_stream_is_an_error_frame_without_done(client_for: Client) -> None:
+    persona = FakePersona(error=RateLimitError("busy", code="1302"), error_after=2)
+    async with client_for({"scout": persona}) as client:
+        response = await client.post("/v1/chat/completions", json=ask(stream=True))
+    assert response.status_code == 200
+    frames = chunks(response.text)
+    assert frames[-1]["error"]["code"] == "upstream_rate_limited"
+    assert "[DONE]" not in frames
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "finish"),
+    [("max_rounds", "stop"), ("length", "length"), ("content_filter", "content_filter")],
+)
+async def test_stop_reasons_map_to_finish_reasons(
+    client_for: Client, stop_reason: str, finish: str
+) -> None:
+    persona = FakePersona(reply=make_reply(stop_reason=stop_reason))
+    async with client_for({"scout": persona}) as client:
+        body = (await client.post("/v1/chat/completions", json=ask())).json()
+    assert body["choices"][0]["finish_reason"] == finish
+    assert body["stop_reason"] == stop_reason
+
+
+async def test_official_openai_client_in_process(client_for: Client) -> None:
+    async with client_for() as http:
+        client = openai.AsyncOpenAI(
+            api_key="unused", base_url="http://bot/v1", http_client=http, max_retries=0
+        )
+        completion = await client.chat.completions.create(
+            model="scout", messages=[{"role": "user", "content": "// weather?"}]
+        )
+        assert completion.choices[0].message.content == "Light rain and 9 degrees [1]."
+        assert completion.model_extra is not None
+        assert completion.model_extra["web_search"][0]["refer"] == "ref_1"
+        stream = await client.chat.completions.create(
+            model="scout", messages=[{"role": "user", "content": "// weather?"}], stream=True
+        )
+        pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
+    assert "".join(pieces) == "Light rain and 9 degrees [ref_1]."
+
+
+async def test_conversation_turn_get_and_delete(
+    client_for: Client, store: ConversationStore
+) -> None:
+    await store.append_turn(
+        "c-7", "scout", [UserMessage(content="hi"), AssistantMessage(content="hello")]
+    )
+    persona = FakePersona()
+    async with client_for({"scout": persona}) as client:
+        turn = await client.post(
+            "/v1/conversations/c-7/messages", json={"persona": "scout", "content": "// weather"}
+        )
+        stored = await client.get("/v1/conversations/c-7")
+        deleted = await client.delete("/v1/conversations/c-7")
+        again = await client.delete("/v1/conversations/c-7")
+        gone = await client.get("/v1/conversations/c-7")
+    assert turn.status_code == 200
+    body = turn.json()
+    assert body["conversation_id"] == "c-7"
+    assert body["persona"] == "scout"
+    assert body["citations"][0]["url"] == "https://weather.example.org/nanaimo"
+    assert persona.calls == [("// weather", "c-7")]
+    messages = stored.json()["messages"]
+    assert [(m["role"], m["content"], m["turn"]) for m in messages] == [
+        ("user", "hi", 1),
+        ("assistant", "hello", 1),
+    ]
+    assert (deleted.status_code, again.status_code, gone.status_code) == (204, 404, 404)
+
+
+async def test_conversation_stream(client_for: Client) -> None:
+    async with client_for() as client:
+        response = await client.post(
+            "/v1/conversations/c-8/messages",
+            json={"persona": "scout", "content": "// weather", "stream": True},
+        )
+    frames = chunks(response.text)
+    assert frames[0]["conversation_id"] == "c-8"
+    assert frames[-2]["reply"]["citations"][0]["number"] == 1
+
+
+@pytest.mark.parametrize("bad", ["a.b", "x" * 129, "%2e%2e", "a%2Fb", "a b"])
+async def test_conversation_ids_are_strict(client_for: Client, bad: str) -> None:
+    async with client_for() as client:
+        got = await client.get(f"/v1/conversations/{bad}")
+        posted = await client.post(
+            f"/v1/conversations/{bad}/messages", json={"persona": "scout", "content": "hi"}
+        )
+    assert got.status_code in (400, 404)
+    assert posted.status_code in (400, 404)
+    assert got.json()["error"]["code"] in ("invalid_conversation_id", "not_found")
+
+
+async def test_turn_request_rejects_unknown_fields_and_long_content(client_for: Client) -> None:
+    async with client_for(bot_max_message_chars=10) as client:
+        extra = await client.post(
+            "/v1/conversations/c/messages", json={"persona": "scout", "content": "hi", "x": 1}
+        )
+        long = await client.post(
+            "/v1/conversations/c/messages", json={"persona": "scout", "content": "y" * 11}
+        )
+    assert extra.status_code == 400
+    assert long.status_code == 400
+    assert "BOT_MAX_MESSAGE_CHARS" in long.json()["error"]["message"]
+
+
+async def test_page_and_assets_are_served_with_a_strict_policy(client_for: Client) -> None:
+    async with client_for(bot_api_token="secret-token-1") as client:
+        page = await client.get("/")
+        script = await client.get("/static/app.js")
+        style = await client.get("/static/style.css")
+    assert page.status_code == 200
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    assert 'id="search"' in page.text and "//" in page.text
+    assert script.status_code == 200 and "getReader" in script.text
+    assert style.status_code == 200
