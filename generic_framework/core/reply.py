@@ -1,0 +1,110 @@
+"""What a turn returns: :class:`Reply` with its rounds, citations and usage."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from generic_framework.messages import Message, Usage
+
+__all__ = ["Citation", "Reply", "RoundState", "StopReason", "ToolCallInfo", "ToolResult"]
+
+StopReason = Literal["completed", "max_rounds", "length", "content_filter"]
+
+
+class Citation(BaseModel):
+    """One numbered source of an answer.
+
+    Attributes:
+        number: 1..n, as cited in :attr:`Reply.content` (``[1]``).
+        title: the page title (may be empty).
+        url: the page address (some search engines leave it empty).
+        site: the site or publication name.
+        snippet: the summary the search engine returned.
+        published: the publication date as given (free text, often empty).
+        ref: the label the model cited (``ref_1``) before it was rewritten to ``[number]``.
+    """
+
+    number: int
+    title: str = ""
+    url: str = ""
+    site: str = ""
+    snippet: str = ""
+    published: str = ""
+    ref: str = ""
+
+
+class ToolCallInfo(BaseModel):
+    """A tool call as the model made it (``arguments`` is the raw JSON string)."""
+
+    id: str
+    name: str
+    arguments: str = ""
+
+
+class ToolResult(BaseModel):
+    """What one tool call produced.
+
+    Attributes:
+        call_id: the ``tool_call_id`` it answers.
+        name: the tool's name.
+        ok: False when the model was sent an error text instead of a result.
+        content: exactly what the model read in the ``role: "tool"`` message.
+        error: the error text when ``ok`` is False.
+        duration_ms: how long the call took.
+    """
+
+    call_id: str
+    name: str
+    ok: bool
+    content: str
+    error: str | None = None
+    duration_ms: float = 0.0
+
+
+class RoundState(BaseModel):
+    """One call to the model within a turn, and the tool calls it asked for.
+
+    Attributes:
+        number: 1 for the first call of the turn.
+        tool_calls: the calls answered in this round (empty for the answering call).
+        results: one result per call, in call order.
+        usage: the call's token counts, when the server reported them.
+        finish_reason: as Z.AI sent it (``stop``, ``tool_calls``, ``length``...).
+        duration_ms: the model call plus the tool calls.
+    """
+
+    number: int
+    tool_calls: list[ToolCallInfo] = Field(default_factory=list)
+    results: list[ToolResult] = Field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    duration_ms: float = 0.0
+
+
+class Reply(BaseModel):
+    """The outcome of one user turn.
+
+    Attributes:
+        content: the answer, with ``[ref_N]`` markers rewritten to the citation numbers.
+        citations: the sources, numbered 1..n.
+        rounds: every call made to the model, in order.
+        usage: token counts summed over the rounds.
+        stop_reason: ``completed``, ``max_rounds`` (the tool-round cap forced the answer),
+            ``length`` (the answer hit ``max_tokens``) or ``content_filter``.
+        model: the model that answered.
+        conversation_id: the conversation the turn belongs to, if any.
+        messages: the turn's new messages in order (user, assistant tool calls, tool answers,
+            final answer), as stored. Empty when nothing was stored: a bare ``//`` or a turn
+            stopped by the content filter.
+    """
+
+    content: str
+    citations: list[Citation] = Field(default_factory=list)
+    rounds: list[RoundState] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: StopReason = "completed"
+    model: str = ""
+    conversation_id: str | None = None
+    messages: list[Message] = Field(default_factory=list)

@@ -1,0 +1,181 @@
+"""Tool plans and tool execution for the persona's loop.
+
+A :class:`ToolPlan` is what one kind of turn offers the model (plain message or ``//`` web
+query): the wire specs, built once per persona, and the functions by name. :func:`execute`
+runs one round's calls concurrently and reports each as it finishes; :func:`tool_result` turns
+the outcomes into the round's results in call order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from time import perf_counter
+
+from pydantic_core import to_json
+
+from generic_framework.core.citations import CitationBook
+from generic_framework.core.reply import ToolResult
+from generic_framework.errors import ConfigError, redact
+from generic_framework.messages import ToolCall, ToolSpec
+from generic_framework.tools.base import FunctionTool, ToolOutcome
+from generic_framework.tools.search import (
+    SEARCH_TOOL_NAME,
+    SearchFunction,
+    SearchHits,
+    compact_results,
+    make_search_tool,
+)
+from generic_framework.tools.web_search import WebSearch
+
+__all__ = [
+    "BUILTIN_SEARCH_CONFIRMATION",
+    "NO_TOOLS",
+    "CallOutcome",
+    "ToolPlan",
+    "build_plans",
+    "call_name",
+    "execute",
+    "tool_result",
+]
+
+logger = logging.getLogger("generic_framework.persona")
+
+BUILTIN_SEARCH_CONFIRMATION = ""
+"""The tool message answering a built-in ``web_search`` call: Z.AI runs the search itself and
+the call only needs acknowledging (DESIGN §1). docs/design/0302 explains why it is empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPlan:
+    """What one kind of turn offers: the wire specs (built once) and the functions by name."""
+
+    specs: list[ToolSpec] | None
+    functions: Mapping[str, FunctionTool]
+    builtin_search: bool = False
+
+
+NO_TOOLS = ToolPlan(None, {})
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """One finished call: the tool's name, its outcome and how long it took."""
+
+    name: str
+    outcome: ToolOutcome
+    ms: float
+
+
+def call_name(call: ToolCall) -> str:
+    """The called tool's name (a built-in call may carry only its type)."""
+    return call.function.name or call.type
+
+
+def build_plans(
+    persona: str,
+    tools: Iterable[FunctionTool],
+    search: WebSearch,
+    search_function: Callable[[], SearchFunction],
+    *,
+    tools_always: bool,
+) -> tuple[ToolPlan, ToolPlan]:
+    """Build the plans for plain messages and for ``//`` messages.
+
+    Raises:
+        ConfigError: a tool is not a :class:`FunctionTool`, two share a name, or one takes
+            the name of the search tool of the persona's mode.
+    """
+    functions: dict[str, FunctionTool] = {}
+    for function in tools:
+        if not isinstance(function, FunctionTool):
+            raise ConfigError(f"persona {persona!r}: {function!r} is not a @tool function")
+        if function.name in functions:
+            raise ConfigError(f"persona {persona!r}: two tools are named {function.name!r}")
+        functions[function.name] = function
+    specs: list[ToolSpec] = [function.spec for function in functions.values()]
+    plain = ToolPlan(specs, functions) if tools_always and specs else NO_TOOLS
+    if search.mode == "builtin":
+        if "web_search" in functions:
+            raise ConfigError(
+                f"persona {persona!r}: a function named 'web_search' clashes with the built-in "
+                "web_search tool (ZAI-PROTOCOL §5); rename it"
+            )
+        return plain, ToolPlan([search.to_spec(), *specs], functions, builtin_search=True)
+    if search.mode == "client":
+        if SEARCH_TOOL_NAME in functions:
+            raise ConfigError(f"persona {persona!r}: the name {SEARCH_TOOL_NAME!r} is reserved")
+        search_tool = make_search_tool(search_function, search)
+        return plain, ToolPlan(
+            [*specs, search_tool.spec], {**functions, SEARCH_TOOL_NAME: search_tool}
+        )
+    return plain, ToolPlan(specs or None, functions)
+
+
+async def execute(
+    calls: Sequence[ToolCall], plan: ToolPlan, *, time_limit: float, persona: str
+) -> AsyncIterator[tuple[int, CallOutcome]]:
+    """Run the calls concurrently; yield ``(call index, outcome)`` as each finishes.
+
+    A framework bug raised by one call cancels the others and propagates.
+    """
+    if len(calls) == 1:
+        yield 0, await run_call(calls[0], plan, time_limit=time_limit, persona=persona)
+        return
+    tasks = [
+        asyncio.ensure_future(run_call(call, plan, time_limit=time_limit, persona=persona))
+        for call in calls
+    ]
+    position: dict[asyncio.Future[CallOutcome], int] = {t: i for i, t in enumerate(tasks)}
+    pending = set(tasks)
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(done, key=position.__getitem__):
+                yield position[task], task.result()
+    finally:
+        for task in pending:
+            task.cancel()
+
+
+async def run_call(
+    call: ToolCall, plan: ToolPlan, *, time_limit: float, persona: str
+) -> CallOutcome:
+    """One call: the built-in search confirmation, an unknown tool, or a function run."""
+    started = perf_counter()
+    name = call_name(call)
+    if plan.builtin_search and (
+        call.type == "web_search" or (name == "web_search" and name not in plan.functions)
+    ):
+        return CallOutcome(name, ToolOutcome(ok=True, content=BUILTIN_SEARCH_CONFIRMATION), 0.0)
+    function = plan.functions.get(name)
+    if function is None:
+        known = ", ".join(plan.functions) or "none"
+        text = f"Error: there is no tool named {name!r}. Available tools: {known}."
+        outcome = ToolOutcome(ok=False, content=text, error=text)
+    else:
+        outcome = await function.run(call.function.arguments, time_limit=time_limit)
+    ms = (perf_counter() - started) * 1000.0
+    if not outcome.ok:
+        logger.warning("%s: tool %s failed: %s", persona, name, outcome.error)
+    elif logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s: tool %s -> %s", persona, name, redact(outcome.content, 500))
+    return CallOutcome(name, outcome, ms)
+
+
+def tool_result(call: ToolCall, done: CallOutcome, citations: CitationBook) -> ToolResult:
+    """The call's result; client-side search hits are numbered here, so in call order."""
+    outcome, content = done.outcome, done.outcome.content
+    if outcome.ok and isinstance(outcome.value, SearchHits):
+        labelled = citations.add_client_results(outcome.value.results)
+        content = to_json(compact_results(labelled)).decode() if labelled else "No results."
+    return ToolResult(
+        call_id=call.id,
+        name=done.name,
+        ok=outcome.ok,
+        content=content,
+        error=outcome.error,
+        duration_ms=done.ms,
+    )
