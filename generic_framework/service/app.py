@@ -24,12 +24,14 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from generic_framework.client import GLMClient
 from generic_framework.config import DEFAULT_BASE_URL, Settings
+from generic_framework.core.history import ConversationStore
 from generic_framework.service import api
 from generic_framework.service.errors import ServiceError, error_response, exception_response
 from generic_framework.service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
 from generic_framework.service.openapi import openapi_document
-from generic_framework.service.state import ServiceState, StoreLike, state_of
+from generic_framework.service.state import ServiceState, state_of
 from generic_framework.service.turns import PersonaLike
 
 __all__ = ["STATIC_DIR", "create_app"]
@@ -128,9 +130,7 @@ def _routes() -> list[Route | Mount]:
         Route("/v1/chat/completions", api.chat_completions, methods=["POST"]),
         Route("/v1/conversations/{conversation_id}/messages", api.post_message, methods=["POST"]),
         Route("/v1/conversations/{conversation_id}", api.get_conversation, methods=["GET"]),
-        Route(
-            "/v1/conversations/{conversation_id}", api.delete_conversation, methods=["DELETE"]
-        ),
+        Route("/v1/conversations/{conversation_id}", api.delete_conversation, methods=["DELETE"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 
@@ -138,13 +138,10 @@ def _routes() -> list[Route | Mount]:
 def _build_state(
     settings: Settings,
     personas: Mapping[str, PersonaLike] | None,
-    store: StoreLike | None,
-    client: Any,
+    store: ConversationStore | None,
+    client: GLMClient | None,
 ) -> ServiceState:
     """Open what was not given: one GLM client and one store shared by every persona."""
-    from generic_framework.client import GLMClient
-    from generic_framework.core.history import ConversationStore
-
     closers: list[Any] = []
     if store is None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -171,8 +168,8 @@ def create_app(
     settings: Settings | None = None,
     *,
     personas: Mapping[str, PersonaLike] | None = None,
-    store: StoreLike | None = None,
-    client: Any = None,
+    store: ConversationStore | None = None,
+    client: GLMClient | None = None,
 ) -> Starlette:
     """Build the bot service.
 

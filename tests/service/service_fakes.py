@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
@@ -71,14 +72,15 @@ class FakePersona:
         self.calls: list[tuple[str, str | None]] = []
 
     async def respond(self, text: str, *, conversation_id: str | None = None) -> Reply:
-        async for event in self.stream(text, conversation_id=conversation_id):
-            if isinstance(event, Done):
-                return event.reply
+        async with contextlib.aclosing(self.stream(text, conversation_id=conversation_id)) as it:
+            async for event in it:
+                if isinstance(event, Done):
+                    return event.reply
         raise AssertionError("no Done")
 
     async def stream(
         self, text: str, *, conversation_id: str | None = None
-    ) -> AsyncIterator[PersonaEvent]:
+    ) -> AsyncGenerator[PersonaEvent, None]:
         self.calls.append((text, conversation_id))
         for index, event in enumerate(self.events):
             if self.error is not None and index == self.error_after:
@@ -102,7 +104,7 @@ class GatedPersona(FakePersona):
 
     async def stream(
         self, text: str, *, conversation_id: str | None = None
-    ) -> AsyncIterator[PersonaEvent]:
+    ) -> AsyncGenerator[PersonaEvent, None]:
         self.running += 1
         self.max_running = max(self.max_running, self.running)
         try:

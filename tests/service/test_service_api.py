@@ -93,11 +93,15 @@ async def test_only_the_last_user_message_is_answered(client_for: Client) -> Non
         {"role": "system", "content": "ignored: the persona has its own prompt"},
         {"role": "user", "content": "earlier"},
         {"role": "assistant", "content": "earlier answer"},
-        {"role": "user", "content": [{"type": "text", "text": "now "}, {"type": "text", "text": "this"}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "now "}, {"type": "text", "text": "this"}],
+        },
     ]
     async with client_for({"scout": persona}) as client:
         response = await client.post(
-            "/v1/chat/completions", json={"model": "scout", "messages": messages, "temperature": 0.2}
+            "/v1/chat/completions",
+            json={"model": "scout", "messages": messages, "temperature": 0.2},
         )
     assert response.status_code == 200
     assert persona.calls == [("now this", None)]
@@ -116,9 +120,17 @@ async def test_conversation_id_extension_uses_server_history(client_for: Client)
     [
         (ask("x" * 101), 400, "message_too_long"),
         (ask("   "), 400, "empty_message"),
-        ({"model": "scout", "messages": [{"role": "assistant", "content": "hi"}]}, 400, "invalid_role"),
+        (
+            {"model": "scout", "messages": [{"role": "assistant", "content": "hi"}]},
+            400,
+            "invalid_role",
+        ),
         ({"model": "scout", "messages": []}, 400, "too_short"),
-        ({"model": "nobody", "messages": [{"role": "user", "content": "hi"}]}, 404, "model_not_found"),
+        (
+            {"model": "nobody", "messages": [{"role": "user", "content": "hi"}]},
+            404,
+            "model_not_found",
+        ),
         (ask(conversation_id="../etc/passwd"), 400, "string_pattern_mismatch"),
         (
             {"model": "scout", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
