@@ -1,0 +1,423 @@
+"""The mock Z.AI server as an ASGI app: routes, validation, replay and faults.
+
+Routes (ZAI-PROTOCOL §1, §10):
+
+- ``POST /api/paas/v4/chat/completions`` and ``POST /api/coding/paas/v4/chat/completions``:
+  JSON, or SSE when the request says ``"stream": true``.
+- ``POST /api/paas/v4/web_search`` (and the coding twin): the Web Search API.
+- ``GET /healthz``; ``GET /mock/report`` (fixtures served, never served, unmatched requests);
+  ``GET /mock/fixtures`` (names, descriptions, user inputs); ``POST /mock/reset``.
+- Any other path answers from a fixture that recorded that method and path, else 404/1222.
+
+The chat and web-search routes are plain ASGI callables looked up in a dict: the request body is
+parsed once, checked (:mod:`generic_framework.mock.validation`), normalised once, and answered
+with bytes computed when the fixtures were loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from generic_framework.mock.catalog import (
+    JSON_TYPE,
+    SSE_TYPE,
+    Catalog,
+    Incoming,
+    PreparedExchange,
+    Selection,
+)
+from generic_framework.mock.fixture import (
+    BreakStreamFault,
+    DropConnectionFault,
+    Fixture,
+    HTTPErrorFault,
+    MalformedBodyFault,
+    StallStreamFault,
+    load_fixtures,
+)
+from generic_framework.mock.sse import dumps
+from generic_framework.mock.validation import (
+    MockError,
+    check_auth,
+    validate_chat,
+    validate_web_search,
+)
+
+__all__ = [
+    "CHAT_PATHS",
+    "CODING_PREFIX",
+    "GENERAL_PREFIX",
+    "MockApp",
+    "create_app",
+    "resolve_fixtures",
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+FixtureSource = str | Path | Sequence[Fixture | str | Path] | None
+
+GENERAL_PREFIX = "/api/paas/v4"
+CODING_PREFIX = "/api/coding/paas/v4"
+CHAT_PATHS = (f"{GENERAL_PREFIX}/chat/completions", f"{CODING_PREFIX}/chat/completions")
+SEARCH_PATHS = (f"{GENERAL_PREFIX}/web_search", f"{CODING_PREFIX}/web_search")
+RAW_SEND = "generic_framework.mock.send"
+MAX_BODY = 32 * 1024 * 1024
+_ADMIN_PATHS = frozenset({"/healthz", "/mock/report", "/mock/reset", "/mock/fixtures"})
+
+
+def resolve_fixtures(fixtures: FixtureSource) -> list[Fixture]:
+    """Fixtures from ``None`` (the bundled set), a path, or a mix of paths and fixtures."""
+    if fixtures is None:
+        return load_fixtures()
+    if isinstance(fixtures, str | Path):
+        return load_fixtures(fixtures)
+    loaded: list[Fixture] = []
+    for item in fixtures:
+        loaded.extend([item] if isinstance(item, Fixture) else load_fixtures(item))
+    return loaded
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise MockError(
+                413, "1210", f"API request parameter is invalid: body over {MAX_BODY} bytes"
+            )
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _send_bytes(
+    send: Send,
+    status: int,
+    content_type: bytes,
+    body: bytes,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _send_error(send: Send, error: MockError) -> None:
+    headers = [(name.lower().encode(), value.encode()) for name, value in error.headers.items()]
+    await _send_bytes(send, error.status, JSON_TYPE, dumps(error.body()), headers)
+
+
+async def _wait_for_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _sleep_unless_disconnected(receive: Receive, seconds: float) -> bool:
+    """Sleep; return True early if the client went away meanwhile."""
+    waiter = asyncio.ensure_future(_wait_for_disconnect(receive))
+    try:
+        await asyncio.wait_for(asyncio.shield(waiter), timeout=seconds)
+    except TimeoutError:
+        return False
+    finally:
+        waiter.cancel()
+    return True
+
+
+async def _drop(scope: Scope, receive: Receive, send: Send) -> None:
+    """Close the connection abruptly, whether or not a response has started.
+
+    Under uvicorn the raw ``send`` is a method of the request cycle that owns the transport;
+    aborting it is a real dropped connection. Elsewhere the fallback starts a response and
+    leaves it unfinished, which the server turns into a closed connection.
+    """
+    cycle = getattr(scope.get(RAW_SEND), "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    if transport is not None:
+        transport.abort()
+        await _wait_for_disconnect(receive)
+        return
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1000")]}
+    )
+    await send({"type": "http.response.body", "body": b"{", "more_body": True})
+
+
+class MockApp:
+    """The mock server's ASGI app. Build it with :func:`create_app`.
+
+    Attributes:
+        catalog: the loaded fixtures, their progress and the served log.
+        api_keys: accepted keys, or None to accept any non-empty key.
+        latency: seconds added before every answer.
+    """
+
+    def __init__(
+        self,
+        fixtures: Sequence[Fixture],
+        *,
+        api_keys: Iterable[str] | None = None,
+        latency_ms: float = 0,
+    ) -> None:
+        self.catalog = Catalog(fixtures)
+        self.api_keys = frozenset(api_keys) if api_keys is not None else None
+        self.latency = max(latency_ms, 0) / 1000
+        self._routes: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]] = {
+            **dict.fromkeys(CHAT_PATHS, self._chat),
+            **dict.fromkeys(SEARCH_PATHS, self._web_search),
+        }
+        self._admin = Starlette(
+            routes=[
+                Route("/healthz", self._healthz),
+                Route("/mock/report", self._report),
+                Route("/mock/fixtures", self._fixtures),
+                Route("/mock/reset", self._reset, methods=["POST"]),
+            ]
+        )
+
+    @property
+    def fixtures(self) -> list[Fixture]:
+        """The loaded fixtures, in load order."""
+        return [state.fixture for state in self.catalog.states]
+
+    def set_fixtures(self, fixtures: Sequence[Fixture]) -> None:
+        """Replace the loaded fixtures (progress and logs start afresh)."""
+        self.catalog = Catalog(fixtures)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point."""
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        scope[RAW_SEND] = send
+        path = scope["path"]
+        handler = self._routes.get(path)
+        if handler is not None:
+            await handler(scope, receive, send)
+        elif path in _ADMIN_PATHS:
+            await self._admin(scope, receive, send)
+        else:
+            await self._other(scope, receive, send)
+
+    @staticmethod
+    async def _lifespan(receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # ------------------------------------------------------------------ API routes
+
+    async def _parse(self, scope: Scope, receive: Receive, check: Callable[[Any], Any]) -> Incoming:
+        if scope["method"] != "POST":
+            raise MockError(405, "1212", f"Method {scope['method']} is not supported here.")
+        raw = await _read_body(receive)
+        check_auth(scope["headers"], self.api_keys)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise MockError(
+                400, "1210", "API request parameter is invalid: the body is not valid JSON"
+            ) from None
+        return Incoming.parse("POST", scope["path"], check(body))
+
+    async def _chat(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handle(scope, receive, send, validate_chat)
+
+    async def _web_search(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handle(scope, receive, send, validate_web_search)
+
+    async def _handle(
+        self, scope: Scope, receive: Receive, send: Send, check: Callable[[Any], Any]
+    ) -> None:
+        try:
+            request = await self._parse(scope, receive, check)
+        except MockError as error:
+            self.catalog.note_rejected()
+            await _send_error(send, error)
+            return
+        try:
+            selection = self.catalog.select(request)
+        except MockError as error:
+            await _send_error(send, error)
+            return
+        await self._answer(scope, receive, send, request.stream, selection)
+
+    async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await _read_body(receive)
+            if scope["path"].startswith("/api/"):
+                check_auth(scope["headers"], self.api_keys)
+            request = Incoming.parse(scope["method"], scope["path"], None)
+            selection = self.catalog.select(request)
+        except MockError as error:
+            if error.code not in {"1001", "1002"}:
+                error = MockError(404, "1222", f"API does not exist: {scope['path']}")
+            await _send_error(send, error)
+            return
+        await self._answer(scope, receive, send, False, selection)
+
+    # ------------------------------------------------------------------ answers
+
+    async def _answer(
+        self, scope: Scope, receive: Receive, send: Send, stream: bool, selection: Selection
+    ) -> None:
+        delay = self.latency + selection.delay
+        if delay:
+            await asyncio.sleep(delay)
+        exchange, failure = selection.exchange, selection.failure
+        served = (
+            b"x-mock-fixture",
+            f"{selection.state.fixture.name}#{exchange.index}".encode(),
+        )
+        if isinstance(failure, HTTPErrorFault):
+            retry = (
+                {} if failure.retry_after is None else {"retry-after": f"{failure.retry_after:g}"}
+            )
+            await _send_error(
+                send, MockError(failure.status, failure.code, failure.message, headers=retry)
+            )
+        elif isinstance(failure, DropConnectionFault):
+            await _drop(scope, receive, send)
+        elif isinstance(failure, MalformedBodyFault):
+            await self._malformed(send, exchange, failure, stream)
+        elif stream and exchange.sse_frames is not None:
+            await self._stream(scope, receive, send, exchange, selection, served)
+        elif isinstance(failure, BreakStreamFault):
+            await _drop(scope, receive, send)
+        else:
+            if isinstance(failure, StallStreamFault) and await _sleep_unless_disconnected(
+                receive, failure.seconds
+            ):
+                return
+            await _send_bytes(
+                send, exchange.status, JSON_TYPE, exchange.json_body, [*exchange.headers, served]
+            )
+
+    @staticmethod
+    async def _malformed(
+        send: Send, exchange: PreparedExchange, fault: MalformedBodyFault, stream: bool
+    ) -> None:
+        if fault.body is not None:
+            broken = fault.body.encode()
+        else:
+            broken = exchange.json_body[: max(1, len(exchange.json_body) // 2)]
+        if stream and exchange.sse_frames is not None:
+            frames = b"data: " + broken + b"\n\ndata: [DONE]\n\n"
+            await _send_bytes(send, 200, SSE_TYPE, frames)
+        else:
+            await _send_bytes(send, 200, JSON_TYPE, broken)
+
+    @staticmethod
+    async def _stream(
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        exchange: PreparedExchange,
+        selection: Selection,
+        served: tuple[bytes, bytes],
+    ) -> None:
+        frames = exchange.sse_frames or []
+        failure = selection.failure
+        cut = -1
+        if isinstance(failure, BreakStreamFault | StallStreamFault):
+            cut = min(failure.after_events, len(frames) - 1)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", SSE_TYPE),
+                    (b"cache-control", b"no-cache"),
+                    *exchange.headers,
+                    served,
+                ],
+            }
+        )
+        for number, frame in enumerate(frames):
+            if number == cut:
+                if isinstance(failure, BreakStreamFault):
+                    await _drop(scope, receive, send)
+                    return
+                assert isinstance(failure, StallStreamFault)
+                if await _sleep_unless_disconnected(receive, failure.seconds):
+                    return
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    # ------------------------------------------------------------------ admin routes
+
+    async def _healthz(self, request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "fixtures": len(self.catalog.states)})
+
+    async def _report(self, request: Request) -> JSONResponse:
+        return JSONResponse(self.catalog.report())
+
+    async def _reset(self, request: Request) -> JSONResponse:
+        self.catalog.reset()
+        return JSONResponse({"status": "reset"})
+
+    async def _fixtures(self, request: Request) -> JSONResponse:
+        return JSONResponse(
+            [
+                {
+                    "name": fixture.name,
+                    "description": fixture.description,
+                    "persona": fixture.persona,
+                    "user_input": fixture.user_input,
+                    "endpoint": fixture.endpoint,
+                    "exchanges": len(fixture.exchanges),
+                }
+                for fixture in self.fixtures
+            ]
+        )
+
+
+def create_app(
+    fixtures: FixtureSource = None,
+    *,
+    api_keys: Iterable[str] | None = None,
+    latency_ms: float = 0,
+) -> MockApp:
+    """Build the mock server's ASGI app.
+
+    Args:
+        fixtures: ``None`` for the bundled fixtures, a file or directory, or a sequence of
+            :class:`Fixture` objects and paths.
+        api_keys: the accepted API keys; ``None`` accepts any non-empty key.
+        latency_ms: milliseconds to wait before every answer.
+
+    Raises:
+        FixtureError: a fixture file is invalid or two fixtures share a name.
+    """
+    return MockApp(resolve_fixtures(fixtures), api_keys=api_keys, latency_ms=latency_ms)

@@ -1,0 +1,522 @@
+"""The loaded fixtures, prepared once, and the choice of which exchange answers a request.
+
+Everything a response needs is computed when fixtures are loaded: each recorded request's
+normalised key, the response bytes in both forms (JSON and SSE frames), the fault schedule.
+Answering a request is then a dict lookup and a few comparisons.
+
+Selection (``docs/design/0402-request-matching.md``): among the exchanges whose recorded
+request has the incoming request's key, take the first of
+
+1. an exchange that is its fixture's next one (the cursor);
+2. the exchange its fixture served last (a client retrying after a timeout the mock cannot see);
+3. the first exchange of a fixture (a client that abandoned it half-way starts again),
+
+preferring one recorded in the same mode (stream or not), then a fixture already in progress,
+then load order. A fixture whose last exchange was served rewinds to its first one, so a demo
+can be repeated. Faults count attempts per exchange since the catalog was built or reset, so
+"fail twice, then succeed" fails twice in all, not twice per pass.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from generic_framework.mock.fixture import (
+    DelayFault,
+    Exchange,
+    Fault,
+    Fixture,
+    FixtureError,
+    MatchOptions,
+    StallStreamFault,
+)
+from generic_framework.mock.normalize import (
+    ChatShape,
+    RequestKey,
+    chat_shape,
+    common_prefix,
+    describe_difference,
+)
+from generic_framework.mock.sse import (
+    completion_to_events,
+    dumps,
+    events_to_completion,
+    render_event,
+)
+from generic_framework.mock.validation import MockError, validate_chat
+
+__all__ = [
+    "NO_MATCH_CODE",
+    "Catalog",
+    "FixtureState",
+    "Incoming",
+    "PreparedExchange",
+    "Selection",
+]
+
+NO_MATCH_CODE = "mock_no_match"
+"""The business code of the mock's "no recorded answer" error (HTTP 400)."""
+
+JSON_TYPE = b"application/json; charset=UTF-8"
+SSE_TYPE = b"text/event-stream;charset=UTF-8"
+_SKIPPED_HEADERS = frozenset(
+    {"content-length", "transfer-encoding", "connection", "content-encoding", "content-type"}
+)
+# The HTTP status an error frame of a stream gets when a non-streaming request asks for it.
+_STATUS_FOR_CODE = {"1113": 429, "1302": 429, "1303": 429, "1305": 429, "1312": 429, "1301": 400}
+_LOG_LIMIT = 10_000
+_UNMATCHED_LIMIT = 200
+
+
+def _request_kind(path: str) -> str:
+    if path.endswith("/chat/completions"):
+        return "chat"
+    if path.endswith("/web_search"):
+        return "web_search"
+    return "other"
+
+
+def _called_functions(response: dict[str, Any] | None) -> frozenset[str]:
+    if not isinstance(response, dict):
+        return frozenset()
+    names: set[str] = set()
+    for choice in response.get("choices") or ():
+        for call in (choice.get("message") or {}).get("tool_calls") or ():
+            function = call.get("function") or {}
+            if call.get("type", "function") == "function" and function.get("name"):
+                names.add(function["name"])
+    return frozenset(names)
+
+
+@dataclass(slots=True)
+class PreparedExchange:
+    """One recorded exchange, ready to be served.
+
+    Attributes:
+        index: its position in the fixture.
+        kind: ``chat``, ``web_search`` or ``other``.
+        key: the normalised key of the recorded request.
+        offset: index of the first recorded message the key covers.
+        stream: whether the recorded request streamed.
+        required_functions: functions the recorded answer calls; a request must offer them.
+        status: HTTP status of the JSON form.
+        headers: response headers (without content type and length).
+        json_body: the JSON form's bytes.
+        sse_frames: the SSE form's frames, or None when the answer is not a completion.
+        delays: delay faults.
+        failures: failure faults, in the order they apply.
+    """
+
+    index: int
+    kind: str
+    key: RequestKey
+    offset: int
+    stream: bool
+    required_functions: frozenset[str]
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    json_body: bytes
+    sse_frames: list[bytes] | None
+    delays: list[DelayFault]
+    failures: list[Fault]
+
+    def failure_for(self, attempt: int) -> Fault | None:
+        """The failure fault for the ``attempt``-th try (0-based), or None to answer normally."""
+        used = 0
+        for fault in self.failures:
+            times = getattr(fault, "times", 1)
+            if times is None or attempt < used + times:
+                return fault
+            used += times
+        return None
+
+    def delay_for(self, attempt: int) -> float:
+        """Seconds to wait before answering the ``attempt``-th try."""
+        return sum(
+            fault.ms / 1000 for fault in self.delays if fault.times is None or attempt < fault.times
+        )
+
+
+def request_key(kind: str, method: str, path: str, body: Any, options: MatchOptions) -> RequestKey:
+    """The normalised key of a request of ``kind`` (chat keys depend on ``options``)."""
+    if kind == "chat":
+        return chat_shape(body if isinstance(body, dict) else {}).key(options)
+    if kind == "web_search":
+        query = body.get("search_query") if isinstance(body, dict) else None
+        return ("web_search", str(query or "").strip())
+    return ("other", method, path)
+
+
+def _json_form(exchange: Exchange) -> tuple[int, bytes]:
+    response = exchange.response
+    if response.events is None:
+        return response.status, dumps(response.body)
+    body = events_to_completion(response.events)
+    if "error" in body:
+        code = str(body["error"].get("code", ""))
+        return _STATUS_FOR_CODE.get(code, 500), dumps(body)
+    return response.status, dumps(body)
+
+
+def _sse_form(exchange: Exchange) -> list[bytes] | None:
+    response = exchange.response
+    if response.status != 200:
+        return None
+    if response.events is not None:
+        return [render_event(event) for event in response.events]
+    body = response.body
+    if isinstance(body, dict) and isinstance(body.get("choices"), list) and body["choices"]:
+        return [render_event(event) for event in completion_to_events(body)]
+    return None
+
+
+def prepare(exchange: Exchange, index: int, options: MatchOptions) -> PreparedExchange:
+    """Precompute everything needed to match and serve ``exchange``."""
+    request = exchange.request
+    kind = _request_kind(request.path)
+    body = request.body or {}
+    offset = chat_shape(body).keyed(options)[1] if kind == "chat" else 0
+    status, json_body = _json_form(exchange)
+    answer = exchange.response.body
+    if exchange.response.events is not None:
+        answer = events_to_completion(exchange.response.events)
+    return PreparedExchange(
+        index=index,
+        kind=kind,
+        key=request_key(kind, request.method, request.path, body, options),
+        offset=offset,
+        stream=body.get("stream") is True,
+        required_functions=_called_functions(answer),
+        status=status,
+        headers=[
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in exchange.response.headers.items()
+            if name.lower() not in _SKIPPED_HEADERS
+        ],
+        json_body=json_body,
+        sse_frames=_sse_form(exchange),
+        delays=[fault for fault in exchange.faults if isinstance(fault, DelayFault)],
+        failures=[fault for fault in exchange.faults if not isinstance(fault, DelayFault)],
+    )
+
+
+def _prepare_all(fixture: Fixture) -> list[PreparedExchange]:
+    """Prepare a fixture's exchanges, refusing recorded requests the mock itself would reject."""
+    prepared = []
+    for index, exchange in enumerate(fixture.exchanges):
+        item = prepare(exchange, index, fixture.match)
+        if item.kind == "chat":
+            try:
+                validate_chat(exchange.request.body)
+            except MockError as error:
+                where = fixture.source or fixture.name
+                raise FixtureError(
+                    f"fixture {where}: exchange {index} records a request the mock rejects: "
+                    f"{error.code} {error.message}"
+                ) from None
+        prepared.append(item)
+    return prepared
+
+
+@dataclass(slots=True)
+class FixtureState:
+    """A fixture's progress: the next exchange, attempts per exchange, completed passes."""
+
+    fixture: Fixture
+    order: int
+    exchanges: list[PreparedExchange]
+    cursor: int = 0
+    last_served: int | None = None
+    passes: int = 0
+    attempts: list[int] = field(default_factory=list)
+    served: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.attempts = [0] * len(self.exchanges)
+        self.served = [0] * len(self.exchanges)
+
+    def reset(self) -> None:
+        """Back to the first exchange, with all counters cleared."""
+        self.cursor, self.last_served, self.passes = 0, None, 0
+        self.attempts = [0] * len(self.exchanges)
+        self.served = [0] * len(self.exchanges)
+
+    def advance(self, index: int) -> None:
+        """Record that exchange ``index`` was answered; rewind after the last one."""
+        self.served[index] += 1
+        self.last_served = index
+        self.cursor = index + 1
+        if self.cursor == len(self.exchanges):
+            self.cursor = 0
+            self.passes += 1
+
+
+@dataclass(slots=True)
+class Incoming:
+    """A parsed request: its kind, and a cache of its keys per option set."""
+
+    kind: str
+    method: str
+    path: str
+    body: Any
+    stream: bool = False
+    shape: ChatShape | None = None
+
+    def key(self, options: MatchOptions) -> RequestKey:
+        """The request's key under ``options``."""
+        if self.shape is not None:
+            return self.shape.key(options)
+        return request_key(self.kind, self.method, self.path, self.body, options)
+
+    @classmethod
+    def parse(cls, method: str, path: str, body: Any) -> Incoming:
+        """Classify a request by path and normalise its body once."""
+        kind = _request_kind(path)
+        shape = chat_shape(body) if kind == "chat" and isinstance(body, dict) else None
+        return cls(kind, method, path, body, stream=bool(shape and shape.stream), shape=shape)
+
+
+@dataclass(slots=True)
+class Selection:
+    """The exchange chosen for a request, and how to answer this attempt."""
+
+    state: FixtureState
+    exchange: PreparedExchange
+    attempt: int
+    failure: Fault | None
+    delay: float
+
+
+@dataclass(slots=True)
+class LogEntry:
+    """One answered request: which fixture and exchange, and what was done."""
+
+    fixture: str
+    exchange: int
+    attempt: int
+    outcome: str
+
+
+Candidate = tuple[FixtureState, PreparedExchange]
+
+
+class Catalog:
+    """All loaded fixtures, their progress, and a log of what was served.
+
+    Thread-safe: selection and reset take a lock, so a test thread may reset or report while
+    the server thread answers requests.
+    """
+
+    def __init__(self, fixtures: Sequence[Fixture]) -> None:
+        self._lock = threading.Lock()
+        self.states = [
+            FixtureState(fixture, order, _prepare_all(fixture))
+            for order, fixture in enumerate(fixtures)
+        ]
+        self._groups: dict[
+            tuple[str, str, str], tuple[MatchOptions, dict[RequestKey, list[Candidate]]]
+        ] = {}
+        for state in self.states:
+            options = state.fixture.match
+            _, index = self._groups.setdefault(options.signature, (options, {}))
+            for exchange in state.exchanges:
+                index.setdefault(exchange.key, []).append((state, exchange))
+        self.log: deque[LogEntry] = deque(maxlen=_LOG_LIMIT)
+        self.unmatched: deque[dict[str, Any]] = deque(maxlen=_UNMATCHED_LIMIT)
+        self.counts = {"requests": 0, "served": 0, "faults": 0, "unmatched": 0, "rejected": 0}
+
+    # ------------------------------------------------------------------ selection
+
+    def _candidates(self, request: Incoming) -> list[Candidate]:
+        found: list[Candidate] = []
+        for options, index in self._groups.values():
+            found.extend(index.get(request.key(options), ()))
+        if request.shape is not None:
+            offered = request.shape.functions
+            found = [c for c in found if c[1].required_functions <= offered]
+        return found
+
+    @staticmethod
+    def _best(tier: list[Candidate], stream: bool) -> Candidate | None:
+        if not tier:
+            return None
+        return min(tier, key=lambda c: (c[1].stream != stream, c[0].cursor == 0, c[0].order))
+
+    def select(self, request: Incoming) -> Selection:
+        """Choose the exchange that answers ``request`` and advance its fixture.
+
+        Raises:
+            MockError: 400 with code :data:`NO_MATCH_CODE` when no fixture has a recorded
+                answer; the message names the closest fixture and the first difference.
+        """
+        with self._lock:
+            self.counts["requests"] += 1
+            candidates = self._candidates(request)
+            chosen = (
+                self._best([c for c in candidates if c[0].cursor == c[1].index], request.stream)
+                or self._best(
+                    [c for c in candidates if c[0].last_served == c[1].index], request.stream
+                )
+                or self._best([c for c in candidates if c[1].index == 0], request.stream)
+            )
+            if chosen is None:
+                raise self._no_match(request, candidates)
+            return self._take(*chosen)
+
+    def _take(self, state: FixtureState, exchange: PreparedExchange) -> Selection:
+        if exchange.index not in (state.cursor, state.last_served):
+            state.cursor = 0  # an abandoned pass starts over
+        attempt = state.attempts[exchange.index]
+        state.attempts[exchange.index] += 1
+        failure = exchange.failure_for(attempt)
+        if failure is None or isinstance(failure, StallStreamFault):
+            state.advance(exchange.index)
+            self.counts["served"] += 1
+        else:
+            self.counts["faults"] += 1
+        outcome = "served" if failure is None else failure.kind
+        self.log.append(LogEntry(state.fixture.name, exchange.index, attempt, outcome))
+        return Selection(state, exchange, attempt, failure, exchange.delay_for(attempt))
+
+    def note_rejected(self) -> None:
+        """Count a request rejected by validation."""
+        with self._lock:
+            self.counts["requests"] += 1
+            self.counts["rejected"] += 1
+
+    # ------------------------------------------------------------------ diagnostics
+
+    def _closest(self, request: Incoming) -> tuple[FixtureState, PreparedExchange, str] | None:
+        best: tuple[tuple[int, int, int, int], FixtureState, PreparedExchange, str] | None = None
+        for state in self.states:
+            options = state.fixture.match
+            actual = request.key(options)
+            for exchange in state.exchanges:
+                if exchange.kind != request.kind:
+                    continue
+                if request.shape is not None:
+                    offset = request.shape.keyed(options)[1]
+                    prefix = common_prefix(exchange.key, actual)
+                    text = describe_difference(exchange.key, actual, offset)
+                    likeness = _likeness(exchange.key[1][prefix:], actual[1][prefix:])
+                else:
+                    prefix = 0
+                    text = f"expected {exchange.key[1:]!r}, got {actual[1:]!r}"
+                    likeness = _likeness(exchange.key[1:], actual[1:])
+                tools_equal = int(exchange.key[2:] == actual[2:])
+                score = (prefix, likeness, tools_equal, int(state.cursor == exchange.index))
+                if best is None or score > best[0]:
+                    best = (score, state, exchange, text)
+        return None if best is None else best[1:]
+
+    def examples(self) -> list[dict[str, str]]:
+        """The distinct user inputs of the loaded fixtures, with fixture and persona names.
+
+        Inputs that end in a normal answer come first (web queries with sources, other web
+        queries, plain messages), the failure demonstrations last.
+        """
+        seen: set[str] = set()
+        result = []
+        for state in sorted(self.states, key=_example_rank):
+            text = state.fixture.user_input
+            if text and text not in seen:
+                seen.add(text)
+                result.append(
+                    {"input": text, "fixture": state.fixture.name, "persona": state.fixture.persona}
+                )
+        return result
+
+    def _no_match(self, request: Incoming, candidates: list[Candidate]) -> MockError:
+        self.counts["unmatched"] += 1
+        closest = self._closest(request)
+        if candidates:
+            state, exchange = candidates[0]
+            difference = (
+                f"the request equals exchange {exchange.index} of {state.fixture.name!r}, but "
+                f"that fixture expects exchange {state.cursor} next (requests out of order)"
+            )
+            closest = (state, exchange, difference)
+        elif closest is not None and closest[1].key == request.key(closest[0].fixture.match):
+            missing = ", ".join(sorted(closest[1].required_functions))
+            closest = (
+                closest[0],
+                closest[1],
+                f"the recorded answer calls {missing}, which this request does not offer",
+            )
+        examples = self.examples()
+        extra: dict[str, Any] = {
+            "closest_fixture": closest[0].fixture.name if closest else None,
+            "closest_exchange": closest[1].index if closest else None,
+            "difference": closest[2] if closest else "no fixtures are loaded",
+            "examples": examples,
+        }
+        self.unmatched.append({"path": request.path, **extra, "examples": len(examples)})
+        return MockError(400, NO_MATCH_CODE, _no_match_message(extra), extra=extra)
+
+    # ------------------------------------------------------------------ report
+
+    def reset(self) -> None:
+        """Rewind every fixture and clear the counters and logs."""
+        with self._lock:
+            for state in self.states:
+                state.reset()
+            self.log.clear()
+            self.unmatched.clear()
+            for name in self.counts:
+                self.counts[name] = 0
+
+    def report(self) -> dict[str, Any]:
+        """Which fixtures were served, which never were, and the unmatched requests."""
+        with self._lock:
+            fixtures: list[dict[str, Any]] = [
+                {
+                    "name": state.fixture.name,
+                    "exchanges": len(state.exchanges),
+                    "served": list(state.served),
+                    "completed": state.passes,
+                    "next": state.cursor,
+                }
+                for state in self.states
+            ]
+            return {
+                **self.counts,
+                "fixtures": fixtures,
+                "never_served": [s.fixture.name for s in self.states if not any(s.served)],
+                "unmatched_requests": list(self.unmatched),
+            }
+
+
+def _likeness(expected: Any, actual: Any) -> int:
+    """How alike two key parts read, 0-100 (only used to name the closest fixture)."""
+    return round(100 * difflib.SequenceMatcher(None, repr(expected), repr(actual)).ratio())
+
+
+def _example_rank(state: FixtureState) -> tuple[int, int]:
+    expected = state.fixture.expected
+    if expected is not None and (
+        expected.error is not None or expected.stop_reason not in (None, "completed")
+    ):
+        return (3, state.order)
+    if not state.fixture.user_input.lstrip().startswith("//"):
+        return (2, state.order)
+    return (0 if expected is not None and expected.citations else 1, state.order)
+
+
+def _no_match_message(extra: dict[str, Any]) -> str:
+    lines = ["No recorded answer matches this request."]
+    if extra["closest_fixture"] is not None:
+        lines.append(
+            f"Closest fixture: {extra['closest_fixture']!r} "
+            f"(exchange {extra['closest_exchange']}); first difference: {extra['difference']}."
+        )
+    else:
+        lines.append(f"({extra['difference']}.)")
+    if extra["examples"]:
+        inputs = "; ".join(repr(example["input"]) for example in extra["examples"])
+        lines.append(f"Recorded inputs: {inputs}")
+    return " ".join(lines)

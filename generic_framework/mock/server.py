@@ -1,0 +1,232 @@
+"""Running the mock: in-process on an ephemeral port, or in the foreground for the CLI.
+
+:class:`MockServer` runs uvicorn in a background thread with its own event loop, so it serves
+synchronous callers (the official SDKs, ``subprocess``) and asynchronous ones alike without
+blocking either. The listening socket is bound before the thread starts, so the port is known
+at once and early connections simply wait in the backlog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+from generic_framework.mock.app import (
+    CODING_PREFIX,
+    GENERAL_PREFIX,
+    FixtureSource,
+    MockApp,
+    create_app,
+)
+from generic_framework.mock.catalog import Catalog
+from generic_framework.mock.fixture import Fixture, load_fixtures
+
+__all__ = ["MockServer", "bundled_examples", "serve_forever"]
+
+_START_TIMEOUT = 10.0
+_STOP_TIMEOUT = 5.0
+
+
+class MockServer:
+    """The mock Z.AI server on ``127.0.0.1`` and an ephemeral port, in a background thread.
+
+    Use it as a context manager, synchronous or asynchronous::
+
+        with MockServer() as server:                    # the bundled fixtures
+            settings = Settings(api_key="mock", base_url=server.base_url)
+
+        async with MockServer("tests/fixtures", api_keys=["k1"]) as server:
+            ...
+
+    Attributes:
+        app: the ASGI app (its ``catalog`` holds progress and logs).
+        host: the interface it listens on.
+    """
+
+    def __init__(
+        self,
+        fixtures: FixtureSource = None,
+        *,
+        api_keys: Iterable[str] | None = None,
+        latency_ms: float = 0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        app: MockApp | None = None,
+    ) -> None:
+        self.app = app or create_app(fixtures, api_keys=api_keys, latency_ms=latency_ms)
+        self.host = host
+        self._requested_port = port
+        self._port: int | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def port(self) -> int:
+        """The bound port (only known once started)."""
+        if self._port is None:
+            raise RuntimeError("the mock server is not running; call start() first")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` with no path."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """The general endpoint, e.g. ``http://127.0.0.1:PORT/api/paas/v4``."""
+        return self.url + GENERAL_PREFIX
+
+    @property
+    def coding_base_url(self) -> str:
+        """The coding endpoint, e.g. ``http://127.0.0.1:PORT/api/coding/paas/v4``."""
+        return self.url + CODING_PREFIX
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> MockServer:
+        """Bind, start serving in a background thread, and wait until uvicorn is up.
+
+        Raises:
+            RuntimeError: the server is already running or failed to start.
+            OSError: the address could not be bound.
+        """
+        if self._thread is not None:
+            raise RuntimeError("the mock server is already running")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self._requested_port))
+            sock.listen(1024)
+        except OSError:
+            sock.close()
+            raise
+        self._port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            lifespan="off",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=1,
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="mock-zai", daemon=True
+        )
+        self._server, self._thread, self._socket = server, thread, sock
+        thread.start()
+        deadline = time.monotonic() + _START_TIMEOUT
+        # uvicorn offers no start-up callback; poll its flag (the socket already accepts).
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                self._cleanup(sock)
+                raise RuntimeError("the mock server failed to start")
+            time.sleep(0.002)
+        return self
+
+    def _cleanup(self, sock: socket.socket | None) -> None:
+        if sock is not None:
+            sock.close()
+        self._server, self._thread, self._port, self._socket = None, None, None, None
+
+    def stop(self) -> None:
+        """Stop serving and wait for the thread to finish (idempotent)."""
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        server.should_exit = True
+        thread.join(_STOP_TIMEOUT)
+        if thread.is_alive():
+            server.force_exit = True
+            thread.join(_STOP_TIMEOUT)
+        self._cleanup(self._socket)
+
+    def __enter__(self) -> MockServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> MockServer:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+    # ------------------------------------------------------------------ state
+
+    def report(self) -> dict[str, Any]:
+        """Fixtures served, never served, and unmatched requests (as ``GET /mock/report``)."""
+        return self.app.catalog.report()
+
+    def reset(self) -> None:
+        """Rewind every fixture and clear the logs."""
+        self.app.catalog.reset()
+
+    def set_fixtures(self, fixtures: Sequence[Fixture]) -> None:
+        """Serve a different set of fixtures from now on."""
+        self.app.set_fixtures(fixtures)
+
+    def examples(self) -> list[dict[str, str]]:
+        """The user inputs the loaded fixtures have answers for."""
+        return self.app.catalog.examples()
+
+
+def bundled_examples() -> list[str]:
+    """The user inputs the bundled fixtures answer, best demonstrations first."""
+    return [example["input"] for example in Catalog(load_fixtures()).examples()]
+
+
+def serve_forever(
+    fixtures: str | Path | Sequence[str | Path] | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8090,
+    latency_ms: float = 0,
+    api_keys: Iterable[str] | None = None,
+    echo: Callable[[str], None] = print,
+) -> None:
+    """Serve the mock in the foreground until interrupted (``generic-framework mock``).
+
+    Args:
+        fixtures: fixture files or directories; ``None`` or an empty list serves the bundled
+            fixtures.
+        host: the interface to listen on.
+        port: the port (``0`` picks a free one).
+        latency_ms: milliseconds to wait before every answer.
+        api_keys: accepted keys; ``None`` accepts any non-empty key.
+        echo: where the start-up summary is written.
+
+    Raises:
+        FixtureError: a fixture file is invalid.
+    """
+    sources: FixtureSource = [fixtures] if isinstance(fixtures, str | Path) else fixtures or None
+    app = create_app(sources, api_keys=api_keys, latency_ms=latency_ms)
+    echo(f"Mock Z.AI: {len(app.fixtures)} fixture(s) loaded")
+    echo(f"  general endpoint: http://{host}:{port}{GENERAL_PREFIX}")
+    echo(f"  coding endpoint:  http://{host}:{port}{CODING_PREFIX}")
+    echo(f"  report:           http://{host}:{port}/mock/report")
+    config = uvicorn.Config(app, host=host, port=port, lifespan="off", log_level="info")
+    uvicorn.Server(config).run()

@@ -1,0 +1,175 @@
+"""Server-sent events in Z.AI's layout, and conversion between a completion and its stream.
+
+Z.AI's stream (ZAI-PROTOCOL §4): ``data: <json>\\n\\n`` frames, no ``event:`` lines, ``role`` on
+every delta except tool-call-only ones, no ``finish_reason`` key before the last chunk, which
+carries ``finish_reason``, ``usage`` and the top-level ``web_search[]``; then ``data: [DONE]``.
+
+A fixture recorded without streaming can answer a streaming request (and the other way round):
+:func:`completion_to_events` splits a completion into chunks in that layout, and
+:func:`events_to_completion` assembles a stream into one completion.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "DONE",
+    "completion_to_events",
+    "dumps",
+    "events_to_completion",
+    "parse_sse",
+    "render_event",
+]
+
+DONE = "[DONE]"
+_WORDS_PER_CHUNK = 3
+_WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON bytes, as Z.AI writes them."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def render_event(event: dict[str, Any] | str) -> bytes:
+    """One SSE frame for an event (a JSON object, or the ``[DONE]`` marker)."""
+    payload = event.encode() if isinstance(event, str) else dumps(event)
+    return b"data: " + payload + b"\n\n"
+
+
+def parse_sse(text: str) -> list[dict[str, Any] | str]:
+    """Parse an SSE body into its ``data:`` payloads (JSON objects, or raw strings).
+
+    Comment lines and other fields are skipped; multi-line data is joined with newlines.
+    """
+    events: list[dict[str, Any] | str] = []
+    for block in re.split(r"\r?\n\r?\n", text):
+        data = [
+            line[5:].removeprefix(" ") for line in block.splitlines() if line.startswith("data:")
+        ]
+        if not data:
+            continue
+        payload = "\n".join(data)
+        try:
+            parsed = json.loads(payload)
+        except ValueError:
+            events.append(payload)
+            continue
+        events.append(parsed if isinstance(parsed, dict) else payload)
+    return events
+
+
+def _pieces(text: str | None) -> list[str]:
+    if not text:
+        return []
+    words = _WORD_BOUNDARY.split(text)
+    return [
+        "".join(words[start : start + _WORDS_PER_CHUNK])
+        for start in range(0, len(words), _WORDS_PER_CHUNK)
+    ]
+
+
+def completion_to_events(body: dict[str, Any]) -> list[dict[str, Any] | str]:
+    """Split a chat completion into stream chunks (reasoning, content, calls, final), then DONE."""
+    base = {
+        "id": body.get("id", ""),
+        "created": body.get("created"),
+        "object": "chat.completion.chunk",
+        "model": body.get("model", ""),
+    }
+    choice = (body.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    events: list[dict[str, Any] | str] = []
+
+    def chunk(delta: dict[str, Any]) -> None:
+        events.append({**base, "choices": [{"index": 0, "delta": delta}]})
+
+    for piece in _pieces(message.get("reasoning_content")):
+        chunk({"role": "assistant", "reasoning_content": piece})
+    for piece in _pieces(message.get("content")):
+        chunk({"role": "assistant", "content": piece})
+    for number, call in enumerate(message.get("tool_calls") or ()):
+        chunk({"tool_calls": [{**call, "index": call.get("index", number)}]})
+    final: dict[str, Any] = {
+        **base,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": choice.get("finish_reason") or "stop",
+                "delta": {"role": "assistant", "content": ""},
+            }
+        ],
+    }
+    for extra in ("usage", "web_search"):
+        if body.get(extra) is not None:
+            final[extra] = body[extra]
+    events.append(final)
+    events.append(DONE)
+    return events
+
+
+def _merge_call(calls: dict[int, dict[str, Any]], fragment: dict[str, Any]) -> None:
+    index = int(fragment.get("index", len(calls)))
+    call = calls.setdefault(
+        index,
+        {"id": "", "type": "function", "index": index, "function": {"name": "", "arguments": ""}},
+    )
+    for key in ("id", "type"):
+        if fragment.get(key):
+            call[key] = fragment[key]
+    function = fragment.get("function") or {}
+    if function.get("name"):
+        call["function"]["name"] = function["name"]
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        call["function"]["arguments"] += arguments
+    elif arguments is not None:
+        call["function"]["arguments"] += json.dumps(arguments, ensure_ascii=False)
+
+
+def events_to_completion(events: Sequence[dict[str, Any] | str]) -> dict[str, Any]:
+    """Assemble stream events into the completion a non-streaming request would get.
+
+    An ``{"error": ...}`` frame makes the result that error body instead.
+    """
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    head: dict[str, Any] = {}
+    tail: dict[str, Any] = {}
+    finish: str | None = None
+    for event in events:
+        if not isinstance(event, dict):
+            continue
+        if "error" in event and not event.get("choices"):
+            return {"error": event["error"]}
+        if not head and event.get("id"):
+            head = {key: event.get(key) for key in ("id", "created", "model")}
+        for choice in event.get("choices") or ():
+            delta = choice.get("delta") or {}
+            content.append(delta.get("content") or "")
+            reasoning.append(delta.get("reasoning_content") or "")
+            for fragment in delta.get("tool_calls") or ():
+                _merge_call(calls, fragment)
+            finish = choice.get("finish_reason") or finish
+        for extra in ("usage", "web_search"):
+            if event.get(extra) is not None:
+                tail[extra] = event[extra]
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(content)}
+    if any(reasoning):
+        message["reasoning_content"] = "".join(reasoning)
+    if calls:
+        message["tool_calls"] = [calls[index] for index in sorted(calls)]
+    return {
+        "id": head.get("id", ""),
+        "request_id": head.get("id", ""),
+        "created": head.get("created"),
+        "model": head.get("model", ""),
+        "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+        **tail,
+    }
