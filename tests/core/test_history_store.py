@@ -1,0 +1,262 @@
+"""The SQLite conversation store and history across Persona objects."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from zai_script import Script, call, completion, make_settings
+
+from generic_framework.client import GLMClient
+from generic_framework.core.history import MIGRATIONS, ConversationStore
+from generic_framework.core.persona import Persona
+from generic_framework.errors import ConfigError
+from generic_framework.messages import (
+    AssistantMessage,
+    FunctionCall,
+    Message,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from generic_framework.tools import tool
+
+MakeScript = Callable[..., Script]
+MakeClient = Callable[..., GLMClient]
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+def turn(n: int, *, with_tool: bool = False) -> list[Message]:
+    messages: list[Message] = [UserMessage(content=f"question {n}")]
+    if with_tool:
+        call_ = ToolCall(id=f"t{n}", function=FunctionCall(name="echo", arguments='{"text":"x"}'))
+        messages += [
+            AssistantMessage(content=None, reasoning_content=f"r{n}", tool_calls=[call_]),
+            ToolMessage(content="x", tool_call_id=f"t{n}"),
+        ]
+    messages.append(AssistantMessage(content=f"answer {n}"))
+    return messages
+
+
+async def test_round_trip_and_last_turns(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "deep" / "db.sqlite3")
+    try:
+        assert await store.load("c", 5) == []
+        for n in range(1, 5):
+            assert await store.append_turn("c", "scout", turn(n, with_tool=n % 2 == 0)) == n
+        everything = await store.load("c", 100)
+        assert [m.role for m in everything[:4]] == ["user", "assistant", "user", "assistant"]
+        assert everything[3].tool_calls[0].id == "t2"  # type: ignore[union-attr]
+        assert everything[3].reasoning_content == "r2"  # type: ignore[union-attr]
+        last_two = await store.load("c", 2)
+        assert last_two[0] == UserMessage(content="question 3")
+        assert last_two == everything[-len(last_two) :]
+        assert await store.load("c", 0) == []
+        stored = await store.get("c")
+        assert stored is not None and [m.turn for m in stored][:3] == [1, 1, 2]
+        assert {m.persona for m in stored} == {"scout"} and stored[0].created_at
+        assert await store.get("other") is None
+        assert await store.delete("c") is True
+        assert await store.delete("c") is False
+        assert await store.get("c") is None and await store.load("c", 5) == []
+    finally:
+        await store.aclose()
+
+
+async def test_file_is_wal_and_migrated(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "db.sqlite3")
+    await store.append_turn("c", "p", turn(1))
+    await store.aclose()
+    with sqlite3.connect(tmp_path / "db.sqlite3") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    again = ConversationStore(tmp_path / "db.sqlite3")  # reopening re-runs nothing
+    assert len(await again.load("c", 5)) == 2
+    await again.aclose()
+
+
+async def test_a_failing_write_stores_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite3"
+    store = ConversationStore(path)
+    await store.append_turn("c", "p", turn(1))
+    with sqlite3.connect(path) as db:  # make the third message of a turn fail mid-transaction
+        db.execute(
+            "CREATE TRIGGER fail BEFORE INSERT ON messages WHEN NEW.body LIKE '%FAIL%'"
+            " BEGIN SELECT RAISE(ABORT, 'disk trouble'); END"
+        )
+    broken = [UserMessage(content="q"), AssistantMessage(content="a"), UserMessage(content="FAIL")]
+    with pytest.raises(sqlite3.IntegrityError, match="disk trouble"):
+        await store.append_turn("c", "p", broken)
+    with pytest.raises(ValueError):
+        await store.append_turn("c", "p", [])
+    assert len(await store.load("c", 10)) == 2
+    stored = await store.get("c")
+    assert stored is not None and {m.turn for m in stored} == {1}
+    assert await store.append_turn("c", "p", turn(2)) == 2
+    await store.aclose()
+
+
+async def test_two_stores_on_one_file_number_turns_without_gaps(tmp_path: Path) -> None:
+    """Two connections (as two processes would have) write concurrently from threads."""
+    path = tmp_path / "shared.sqlite3"
+    await ConversationStore(path).aclose()
+    numbers: list[int] = []
+    lock = threading.Lock()
+
+    def writer() -> None:
+        async def write() -> None:
+            store = ConversationStore(path)
+            for n in range(10):
+                number = await store.append_turn("shared", "p", turn(n))
+                with lock:
+                    numbers.append(number)
+            await store.aclose()
+
+        asyncio.run(write())
+
+    threads = [threading.Thread(target=writer) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(numbers) == list(range(1, 21))
+    store = ConversationStore(path)
+    assert len(await store.load("shared", 100)) == 40
+    await store.aclose()
+
+
+async def test_unusable_path_is_a_config_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    store = ConversationStore(blocker / "db.sqlite3")
+    with pytest.raises(ConfigError, match="DATA_DIR"):
+        await store.load("c", 1)
+
+
+async def test_history_survives_a_new_persona_on_the_same_data_dir(
+    tmp_path: Path, script: MakeScript, client_for: MakeClient
+) -> None:
+    settings = make_settings(tmp_path)
+    s = script(
+        completion("", tool_calls=[call("echo", {"text": "hi"}, id="e1")], reasoning="think"),
+        completion("First answer."),
+        completion("Second answer."),
+    )
+    first = Persona("p", "System.", [echo], settings=settings, client=client_for(s))
+    await first.respond("// one", conversation_id="u42")
+    await first.aclose()
+    second = Persona("p", "System.", [echo], settings=settings, client=client_for(s))
+    reply = await second.respond("two", conversation_id="u42")
+    await second.aclose()
+    assert reply.content == "Second answer."
+    assert s.requests[2]["messages"] == [
+        {"role": "system", "content": "System."},
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "tool_calls": [{"id": "e1", "type": "function",
+         "function": {"name": "echo", "arguments": '{"text": "hi"}'}}]},
+        {"role": "tool", "content": "hi", "tool_call_id": "e1"},
+        {"role": "assistant", "content": "First answer."},
+        {"role": "user", "content": "two"},
+    ]  # fmt: skip
+    assert (tmp_path / "conversations.sqlite3").exists()
+
+
+async def test_preserved_thinking_keeps_earlier_reasoning(
+    tmp_path: Path, script: MakeScript, client_for: MakeClient
+) -> None:
+    settings = make_settings(tmp_path, base_url="http://zai.test/api/coding/paas/v4")
+    s = script(completion("One.", reasoning="why one"), completion("Two."))
+    persona = Persona("p", "S.", settings=settings, client=client_for(s))
+    await persona.respond("1", conversation_id="c")
+    await persona.respond("2", conversation_id="c")
+    await persona.aclose()
+    assert s.requests[1]["messages"][2] == {
+        "role": "assistant",
+        "content": "One.",
+        "reasoning_content": "why one",
+    }
+
+
+async def test_history_turns_limits_what_is_sent(
+    tmp_path: Path, script: MakeScript, client_for: MakeClient
+) -> None:
+    settings = make_settings(tmp_path, history_turns=1)
+    s = script(completion("a1"), completion("a2"), completion("a3"))
+    persona = Persona("p", "S.", settings=settings, client=client_for(s))
+    for text in ("q1", "q2", "q3"):
+        await persona.respond(text, conversation_id="c")
+    await persona.aclose()
+    assert [m["content"] for m in s.requests[2]["messages"]] == ["S.", "q2", "a2", "q3"]
+
+
+async def test_turns_on_one_conversation_run_one_at_a_time(
+    tmp_path: Path, script: MakeScript, client_for: MakeClient
+) -> None:
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    @tool
+    async def gate() -> str:
+        """Wait for the test."""
+        entered.set()
+        await release.wait()
+        return "open"
+
+    s = script(
+        completion("", tool_calls=[call("gate", "{}")]),
+        completion("first"),
+        completion("second"),
+    )
+    persona = Persona("p", "S.", [gate], settings=make_settings(tmp_path), client=client_for(s))
+    first = asyncio.create_task(persona.respond("// a", conversation_id="c"))
+    await entered.wait()
+    second = asyncio.create_task(persona.respond("b", conversation_id="c"))
+    await asyncio.sleep(0)  # let the second turn reach the lock
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert len(s.requests) == 1  # the second turn waits for the first
+    release.set()
+    replies = await asyncio.gather(first, second)
+    assert [r.content for r in replies] == ["first", "second"]
+    # The second turn saw the first one's whole turn.
+    assert [m["role"] for m in s.requests[2]["messages"]] == [
+        "system", "user", "assistant", "tool", "assistant", "user",
+    ]  # fmt: skip
+    await persona.aclose()
+
+
+async def test_other_conversations_are_not_blocked(
+    tmp_path: Path, script: MakeScript, client_for: MakeClient
+) -> None:
+    release = asyncio.Event()
+
+    @tool
+    async def gate() -> str:
+        """Wait for the test."""
+        await release.wait()
+        return "open"
+
+    s = script(completion("", tool_calls=[call("gate", "{}")]), completion("b"), completion("a"))
+    persona = Persona("p", "S.", [gate], settings=make_settings(tmp_path), client=client_for(s))
+    blocked = asyncio.create_task(persona.respond("// a", conversation_id="one"))
+    other = await asyncio.wait_for(persona.respond("b", conversation_id="two"), 5)
+    assert other.content == "b"
+    release.set()
+    assert (await blocked).content == "a"
+    await persona.aclose()
+
+
+def test_store_lock_is_per_conversation(tmp_path: Path) -> None:
+    store = ConversationStore(tmp_path / "x.sqlite3")
+    lock: Any = store.lock("a")
+    assert store.lock("a") is lock and store.lock("b") is not lock
