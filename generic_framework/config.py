@@ -40,23 +40,24 @@ class Settings(BaseSettings):
 
     Field names are the lower-case environment variable names (``llm_timeout`` reads
     ``LLM_TIMEOUT``). ``api_key`` and ``base_url`` also accept the Z.AI SDK's names
-    ``ZAI_API_KEY`` and ``ZAI_BASE_URL``.
+    ``ZAI_API_KEY`` and ``ZAI_BASE_URL``; as constructor arguments they are ``api_key`` and
+    ``base_url``. The field names themselves are not environment names: a generic ``API_KEY`` or
+    ``BASE_URL`` in the environment is never mistaken for the Z.AI key or endpoint.
     """
 
     model_config = SettingsConfigDict(
         env_file=None,
         case_sensitive=False,
         extra="ignore",
-        populate_by_name=True,
         validate_default=True,
     )
 
     api_key: SecretStr | None = Field(
-        default=None, validation_alias=AliasChoices("api_key", "OPENAI_API_KEY", "ZAI_API_KEY")
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "ZAI_API_KEY")
     )
     base_url: str = Field(
         default=DEFAULT_BASE_URL,
-        validation_alias=AliasChoices("base_url", "OPENAI_BASE_URL", "ZAI_BASE_URL"),
+        validation_alias=AliasChoices("OPENAI_BASE_URL", "ZAI_BASE_URL"),
     )
     llm_model: str = "glm-4.7"
     llm_temperature: float | None = Field(default=None, ge=0.0, le=1.0)
@@ -86,6 +87,11 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
 
     def __init__(self, **values: Any) -> None:
+        # Not populate_by_name: with it pydantic-settings also reads the env names API_KEY and
+        # BASE_URL. The two aliased fields take their field names as arguments here instead.
+        for field, env_name in _ENV_NAMES.items():
+            if field in values:
+                values[env_name] = values.pop(field)
         try:
             super().__init__(**values)
         except ValidationError as exc:
@@ -138,8 +144,9 @@ class Settings(BaseSettings):
 def _explain(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
-        field = str(err["loc"][0]) if err["loc"] else "settings"
-        name = field.upper()
+        field = str(err["loc"][0]).lower() if err["loc"] else "settings"
+        field = _FIELD_OF_ALIAS.get(field, field)
+        name = _ENV_NAMES.get(field, field.upper())
         ctx = err.get("ctx") or {}
         kind = err["type"]
         if kind in {"greater_than_equal", "less_than_equal"} and field in _RANGES:
@@ -168,4 +175,13 @@ _RANGES: dict[str, tuple[object, object]] = {
     "web_search_count": (1, 50),
     "bot_port": (0, 65535),
     "history_turns": (0, 1000),
+}
+
+# Errors name the variable a user sets, never the internal field name.
+_ENV_NAMES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
+_FIELD_OF_ALIAS = {
+    "openai_api_key": "api_key",
+    "zai_api_key": "api_key",
+    "openai_base_url": "base_url",
+    "zai_base_url": "base_url",
 }
