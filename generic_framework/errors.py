@@ -252,15 +252,19 @@ def error_for(
 
     Z.AI sends 1113 (no balance) and 1302 (concurrency) both as HTTP 429, so the status alone
     cannot tell whether a retry helps (ZAI-PROTOCOL §7). Retryable: 1302, 1303, 1305, 1312, 500,
-    HTTP 408/409 and 5xx; a 429 with no business code is treated as a rate limit.
+    1234, and, when the code is absent or unknown, HTTP 408/409 and 5xx; a 429 with no business
+    code at all is treated as a retryable rate limit.
     """
     cls = _class_for_code(code) if code else None
-    if cls is None:
-        cls = _class_for_status(status or 400)
-    if code:
+    if cls is not None:
         retryable = code in _RETRYABLE_CODES
     else:
-        retryable = status is not None and (status in (408, 409, 429) or status >= 500)
+        # No code, or one this table does not know: the status decides. A 429 is retried only
+        # when it names no code at all (a proxy's limit); an unknown code at 429 may be a quota.
+        cls = _class_for_status(status or 400)
+        retryable = status is not None and (
+            status in (408, 409) or status >= 500 or (status == 429 and not code)
+        )
     return cls(
         message,
         status_code=status,
