@@ -4,19 +4,24 @@ What retries (decided by the business code first, see :func:`generic_framework.e
 connection errors, timeouts, HTTP 408/409/5xx, and HTTP 429 only for 1302/1303/1305/1312.
 Never 1113, 1214, 1261, 1301, 401 or 403.
 
-How long: exponential backoff with full jitter (0.5 s doubling, capped at 8 s), at most
+How long: exponential backoff with jitter (a uniform pick between half and all of 0.5 s doubling
+per attempt, capped at 8 s), at most
 ``LLM_MAX_RETRIES`` retries and never past ``LLM_RETRY_DEADLINE`` seconds in total. A
 ``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms`` header from the server wins over
 the backoff, up to :data:`MAX_RETRY_AFTER` seconds. Each retry logs one WARNING line with its
 reason.
 
-Tests call :func:`set_testing` to remove the waits while keeping the attempt counting.
+Tests call :func:`set_testing` to remove the waits while keeping the attempt counting, or replace
+:data:`sleep` to observe the waits without spending them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import email.utils
 import logging
+import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -28,7 +33,14 @@ from tenacity.stop import stop_base
 
 from generic_framework.errors import GLMError
 
-__all__ = ["MAX_RETRY_AFTER", "RetryPolicy", "is_retryable", "parse_retry_after", "set_testing"]
+__all__ = [
+    "MAX_RETRY_AFTER",
+    "RetryPolicy",
+    "is_retryable",
+    "parse_retry_after",
+    "set_testing",
+    "sleep",
+]
 
 logger = logging.getLogger("generic_framework.retry")
 
@@ -37,6 +49,11 @@ MAX_RETRY_AFTER = 120.0
 
 _T = TypeVar("_T")
 _testing = False
+
+
+async def sleep(seconds: float) -> None:
+    """Wait between attempts; looked up on every retry, so tests may replace it."""
+    await asyncio.sleep(seconds)
 
 
 def set_testing(enabled: bool = True) -> None:
@@ -51,25 +68,45 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
-    """Read ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date) as seconds, capped."""
-    raw_ms = headers.get("retry-after-ms")
+    """Read ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date) as seconds, capped.
+
+    Header names match case-insensitively, also in a plain dict. Unparseable values, ``NaN``
+    and dates in the past give ``None`` or ``0.0``; anything longer is cut to
+    :data:`MAX_RETRY_AFTER`.
+    """
+    raw_ms = _header(headers, "retry-after-ms")
     if raw_ms:
-        try:
-            return _cap(float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
+        millis = _number(raw_ms)
+        if millis is not None:
+            return _cap(millis / 1000.0)
+    raw = _header(headers, "retry-after")
     if not raw:
         return None
+    seconds = _number(raw)
+    if seconds is not None:
+        return _cap(seconds)
     try:
-        return _cap(float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError):
         return None
+    if when.tzinfo is None:  # "-0000" parses naive; an HTTP date is always GMT
+        when = when.replace(tzinfo=datetime.UTC)
     return _cap(when.timestamp() - (time.time() if now is None else now))
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    value = headers.get(name)
+    if value is None and not hasattr(headers, "get_list"):  # a plain dict: fold case by hand
+        value = next((v for k, v in headers.items() if k.lower() == name), None)
+    return value
+
+
+def _number(raw: str) -> float | None:
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _cap(seconds: float) -> float:
@@ -77,15 +114,15 @@ def _cap(seconds: float) -> float:
 
 
 class _stop_after_deadline(stop_base):
-    """Stop when the next wait would end past the deadline."""
+    """Stop when the next wait would end past the deadline, counted from ``started``."""
 
-    def __init__(self, deadline: float) -> None:
+    def __init__(self, deadline: float, started: float) -> None:
         self.deadline = deadline
+        self.started = started
 
     def __call__(self, retry_state: RetryCallState) -> bool:
         upcoming = retry_state.upcoming_sleep or 0.0
-        elapsed = retry_state.seconds_since_start or 0.0
-        return elapsed + upcoming >= self.deadline
+        return time.monotonic() - self.started + upcoming >= self.deadline
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +156,36 @@ class RetryPolicy:
 
         The last error is re-raised unchanged, so callers always see a typed error.
         """
+        started = time.monotonic()
+        try:
+            return await fn()
+        except BaseException as exc:
+            if self.max_retries <= 0 or not is_retryable(exc):
+                raise
+            failed: list[BaseException] = [exc]
+
+        # The first attempt runs outside tenacity: its per-call set-up costs more CPU than the
+        # rest of a request's client-side work, and most requests succeed at once. tenacity's
+        # own first attempt replays that failure, so counting, waits and logging are unchanged.
+        async def attempt() -> _T:
+            if failed:
+                raise failed.pop()
+            return await fn()
+
         retrying = AsyncRetrying(
             retry=retry_if_exception(is_retryable),
-            stop=stop_after_attempt(self.max_retries + 1) | _stop_after_deadline(self.deadline),
+            stop=stop_after_attempt(self.max_retries + 1)
+            | _stop_after_deadline(self.deadline, started),
             wait=self.wait_for,
+            sleep=_sleep_hook,
             before_sleep=_log_retry,
             reraise=True,
         )
-        return await retrying(fn)
+        return await retrying(attempt)
+
+
+async def _sleep_hook(seconds: float) -> None:
+    await sleep(seconds)
 
 
 def _log_retry(retry_state: RetryCallState) -> None:
