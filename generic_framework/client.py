@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -25,7 +25,6 @@ from generic_framework.errors import (
     APIStatusError,
     APITimeoutError,
     ContentFilterError,
-    GLMError,
     ResponseValidationError,
     ServerError,
     error_for,
@@ -35,10 +34,13 @@ from generic_framework.messages import (
     ChatCompletion,
     ChatCompletionChunk,
     ChatRequest,
+    ChunkChoice,
     ContentDelta,
+    Delta,
     ReasoningDelta,
     StreamCompleted,
     StreamEvent,
+    ToolCallDelta,
     WebSearchResponse,
 )
 from generic_framework.retry import RetryPolicy, parse_retry_after
@@ -150,17 +152,17 @@ class GLMClient:
             try:
                 assembler = StreamAssembler()
                 async for data in events:
-                    event = _fold_event(assembler, data)
-                    if event is not None:
-                        yield event
                     if data == DONE:
                         break
+                    for event in _fold_event(assembler, data):
+                        yield event
                 if not assembler.finished:
                     raise APIConnectionError("the stream ended before its final chunk")
                 completion = assembler.completion()
                 _check_finish(completion.finish_reason, completion.id)
                 yield StreamCompleted(completion=completion)
             finally:
+                await events.aclose()
                 await response.aclose()
 
     async def web_search(
@@ -194,93 +196,187 @@ class GLMClient:
 
     async def _send(self, url: str, body: bytes) -> httpx.Response:
         """POST once and read the whole body; failures become typed errors."""
-        response = await _translate(
-            lambda: self._http.post(url, content=body, headers=self._headers)
-        )
+        request = self._http.build_request("POST", url, content=body, headers=self._headers)
+        response = await _translate(lambda: self._http.send(request), _budget(request))
         if response.status_code >= 400:
             raise _status_error(response.status_code, response.headers, response.content)
         return response
 
-    async def _open_stream(self, body: bytes) -> tuple[httpx.Response, AsyncIterator[str]]:
+    async def _open_stream(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
         """Open the stream and read up to its first event, so failures before it are retried."""
         request = self._http.build_request(
             "POST", self._chat_url, content=body, headers=self._headers
         )
-        response = await _translate(lambda: self._http.send(request, stream=True))
+        response = await _translate(lambda: self._http.send(request, stream=True), _budget(request))
+        events: AsyncGenerator[str, None] | None = None
         try:
             if response.status_code >= 400:
                 raw = await _translate(response.aread)
                 raise _status_error(response.status_code, response.headers, raw)
-            events = _sse_events(response)
+            if _is_document(response):
+                await _translate(response.aread)
+                events = _replay(_parse_model(response, ChatCompletion))
+            else:
+                events = _sse_events(response)
             first = await _translate(events.__anext__)
-        except StopAsyncIteration:
+            _check_error_frame(first)
+        except BaseException as exc:
+            if events is not None:
+                await events.aclose()
             await response.aclose()
-            raise APIConnectionError("the stream closed before its first event") from None
-        except BaseException:
-            await response.aclose()
+            if isinstance(exc, StopAsyncIteration):
+                raise APIConnectionError("the stream closed before its first event") from None
             raise
-        _check_error_frame(first)
         return response, _prepend(first, events)
 
 
 # ---------------------------------------------------------------------- helpers
 
 
-async def _translate(call: Callable[[], Awaitable[_T]]) -> _T:
-    """Await ``call``; turn httpx's transport exceptions into ours (``raise ... from``)."""
+async def _translate(call: Callable[[], Awaitable[_T]], budget: float | None = None) -> _T:
+    """Await ``call`` (within ``budget`` seconds); turn httpx's exceptions into ours."""
     try:
-        return await call()
+        if budget is None:
+            return await call()
+        try:
+            async with asyncio.timeout(budget):
+                return await call()
+        except TimeoutError as exc:
+            raise httpx.TimeoutException(f"no complete answer within {budget:g}s") from exc
     except httpx.TimeoutException as exc:
-        raise APITimeoutError(f"timed out talking to Z.AI ({type(exc).__name__})") from exc
-    except httpx.TransportError as exc:
-        raise APIConnectionError(f"connection to Z.AI failed ({type(exc).__name__})") from exc
+        raise APITimeoutError(f"timed out talking to Z.AI ({_describe(exc)})") from exc
+    except httpx.DecodingError as exc:
+        raise ResponseValidationError(
+            f"the response body could not be decoded ({_describe(exc)})"
+        ) from exc
+    except httpx.RequestError as exc:
+        raise APIConnectionError(f"connection to Z.AI failed ({_describe(exc)})") from exc
 
 
-async def _sse_events(response: httpx.Response) -> AsyncIterator[str]:
+def _describe(exc: Exception) -> str:
+    detail = str(exc)
+    return f"{type(exc).__name__}: {redact(detail, limit=200)}" if detail else type(exc).__name__
+
+
+def _budget(request: httpx.Request) -> float | None:
+    """The longest one exchange may take: pool + connect + write + read timeouts.
+
+    httpx enforces its timeouts inside its connection pool only; this bound also holds for
+    transports that enforce none (ASGI apps, mocks), so no request can hang forever.
+    """
+    timeouts = request.extensions.get("timeout") or {}
+    total = 0.0
+    for name in ("pool", "connect", "write", "read"):
+        value = timeouts.get(name)
+        if value is None:
+            return None
+        total += float(value)
+    return total
+
+
+def _read_timeout(response: httpx.Response) -> float | None:
+    timeouts = response.request.extensions.get("timeout") or {}
+    value = timeouts.get("read")
+    return None if value is None else float(value)
+
+
+def _is_document(response: httpx.Response) -> bool:
+    """True when a stream request was answered with a JSON or HTML document instead of SSE."""
+    kind = response.headers.get("content-type", "").lower()
+    return kind.startswith(("application/json", "text/html")) or "+json" in kind
+
+
+async def _sse_events(response: httpx.Response) -> AsyncGenerator[str, None]:
+    """Decode SSE ``data`` payloads; no byte for the read timeout -> ``httpx.ReadTimeout``."""
     decoder = SSEDecoder()
-    async for piece in response.aiter_bytes():
+    idle = _read_timeout(response)
+    pieces = response.aiter_bytes()
+    while True:
+        try:
+            async with asyncio.timeout(idle):
+                piece = await anext(pieces)
+        except StopAsyncIteration:
+            break
+        except TimeoutError:
+            raise httpx.ReadTimeout(
+                f"the stream sent nothing for {idle:g}s", request=response.request
+            ) from None
         for data in decoder.feed(piece):
             yield data
     for data in decoder.flush():
         yield data
 
 
-async def _prepend(first: str, rest: AsyncIterator[str]) -> AsyncIterator[str]:
-    yield first
-    while True:
-        try:
-            data = await _translate(rest.__anext__)
-        except StopAsyncIteration:
-            return
-        _check_error_frame(data)
-        yield data
+async def _replay(completion: ChatCompletion) -> AsyncGenerator[str, None]:
+    """A whole completion (a server that ignored ``stream``) as one final chunk and [DONE]."""
+    message = completion.message
+    calls = [
+        ToolCallDelta(index=i, id=call.id, type=call.type, function=call.function)
+        for i, call in enumerate(message.tool_calls or ())
+    ]
+    delta = Delta(
+        role="assistant",
+        content=message.content,
+        reasoning_content=message.reasoning_content,
+        tool_calls=calls or None,
+    )
+    chunk = ChatCompletionChunk(
+        id=completion.id,
+        created=completion.created,
+        model=completion.model,
+        choices=[ChunkChoice(index=0, delta=delta, finish_reason=completion.finish_reason)],
+        usage=completion.usage,
+        web_search=completion.web_search,
+    )
+    yield chunk.model_dump_json(exclude_none=True)
+    yield DONE
+
+
+async def _prepend(first: str, rest: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+    try:
+        yield first
+        while True:
+            try:
+                data = await _translate(rest.__anext__)
+            except StopAsyncIteration:
+                return
+            _check_error_frame(data)
+            yield data
+    finally:
+        await rest.aclose()
 
 
 def _check_error_frame(data: str) -> None:
     """Raise the typed error of a ``data: {"error": ...}`` frame (ZAI-PROTOCOL §4)."""
-    if data.startswith('{"error"') or (data.startswith("{") and '"error"' in data[:20]):
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            return
-        if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
-            err = payload["error"]
-            raise error_for(None, _code(err.get("code")), str(err.get("message", "stream error")))
+    if not data.startswith("{") or '"error"' not in data[:40]:
+        return
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return
+    if not isinstance(payload, dict) or "choices" in payload:
+        return
+    err = payload.get("error")
+    if isinstance(err, dict):
+        message = str(err.get("message") or "the stream reported an error")
+        raise error_for(None, _code(err.get("code")), message)
+    if isinstance(err, str) and err:
+        raise error_for(None, None, err)
 
 
-def _fold_event(assembler: StreamAssembler, data: str) -> StreamEvent | None:
-    if data == DONE:
-        return None
+def _fold_event(assembler: StreamAssembler, data: str) -> tuple[StreamEvent, ...]:
     try:
         chunk = ChatCompletionChunk.model_validate_json(data)
     except ValidationError as exc:
         raise ResponseValidationError("a stream chunk was not valid JSON", body=data) from exc
     text, reasoning = assembler.add(chunk)
+    if text and reasoning:  # reasoning comes first in GLM's output order
+        return ReasoningDelta(text=reasoning), ContentDelta(text=text)
     if text:
-        return ContentDelta(text=text)
+        return (ContentDelta(text=text),)
     if reasoning:
-        return ReasoningDelta(text=reasoning)
-    return None
+        return (ReasoningDelta(text=reasoning),)
+    return ()
 
 
 def _check_finish(finish_reason: str | None, request_id: str | None) -> None:
@@ -295,26 +391,54 @@ def _check_finish(finish_reason: str | None, request_id: str | None) -> None:
 
 
 def _parse_model(response: httpx.Response, model: type[_M]) -> _M:
-    """Validate a 200 body; unwrap the ``{code, msg, success, data}`` envelope if present."""
+    """Validate a 200 body; unwrap the ``{code, msg, success, data}`` envelope if present.
+
+    The fast path validates the bytes directly. Every field of the models has a default, so an
+    error object, an envelope or ``{}`` also validate; those fall to the slow path, which
+    raises the error they carry, unwraps ``data``, or reports the body as invalid.
+    """
     raw = response.content
     try:
-        return model.model_validate_json(raw)
+        result: _M | None = model.model_validate_json(raw)
     except ValidationError:
-        pass
+        result = None
+    if result is not None and not _wrapped(result) and _complete(result):
+        return result
     try:
         payload = json.loads(raw)
     except ValueError as exc:
         raise _invalid(response, raw, "the response body is not JSON") from exc
-    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
-        raise _status_error(response.status_code, response.headers, raw)
-    if isinstance(payload, dict) and "success" in payload and "msg" in payload:
-        if payload.get("success") is not True:
-            raise error_for(response.status_code, _code(payload.get("code")), str(payload["msg"]))
-        payload = payload.get("data")
+    if isinstance(payload, dict):
+        if payload.get("error"):
+            raise _status_error(response.status_code, response.headers, raw)
+        if _is_envelope(payload):
+            if payload.get("success") is not True:
+                raise _envelope_error(payload, response.status_code, response.headers)
+            payload = payload.get("data")
     try:
-        return model.model_validate(payload)
+        result = model.model_validate(payload)
     except ValidationError as exc:
         raise _invalid(response, raw, f"the response is not a valid {model.__name__}") from exc
+    if not _complete(result):
+        raise _invalid(response, raw, f"the response is not a complete {model.__name__}")
+    return result
+
+
+def _wrapped(result: BaseModel) -> bool:
+    extra = result.__pydantic_extra__
+    return extra is not None and ("error" in extra or "success" in extra)
+
+
+def _complete(result: BaseModel) -> bool:
+    if isinstance(result, ChatCompletion):
+        return bool(result.choices)
+    if isinstance(result, WebSearchResponse):
+        return "search_result" in result.model_fields_set
+    return True
+
+
+def _is_envelope(payload: dict[str, Any]) -> bool:
+    return "success" in payload and ("msg" in payload or "data" in payload or "code" in payload)
 
 
 def _invalid(response: httpx.Response, raw: bytes, message: str) -> ResponseValidationError:
@@ -326,31 +450,60 @@ def _invalid(response: httpx.Response, raw: bytes, message: str) -> ResponseVali
     )
 
 
-def _status_error(status: int, headers: httpx.Headers, raw: bytes) -> GLMError:
+def _status_error(status: int, headers: httpx.Headers, raw: bytes) -> APIStatusError:
     """Build the typed error for an HTTP error response (Z.AI body, envelope, or anything)."""
-    code = None
-    text = raw.decode("utf-8", errors="replace")
-    message = text.strip()[:300] or f"HTTP {status} with an empty body"
     try:
-        payload = json.loads(raw) if raw else None
+        payload = json.loads(raw) if raw.strip() else None
     except ValueError:
         payload = None
+    code = None
     if isinstance(payload, dict):
         err = payload.get("error")
         if isinstance(err, dict):
-            code, message = _code(err.get("code")), str(err.get("message", message))
-        elif "msg" in payload:
-            code, message = _code(payload.get("code")), str(payload["msg"])
-    elif "<html" in text[:500].lower():
-        message = f"HTTP {status} with an HTML page (a proxy or gateway error?)"
-    error: APIStatusError = error_for(
+            code, message = _code(err.get("code")), str(err.get("message") or f"HTTP {status}")
+        elif isinstance(err, str) and err:
+            message = err
+        elif _is_envelope(payload) or "msg" in payload:
+            return _envelope_error(payload, status, headers)
+        else:
+            message = _excerpt(status, raw)
+    else:
+        message = _excerpt(status, raw)
+    return error_for(
         status,
         code,
         message,
         request_id=headers.get("x-request-id"),
         retry_after=parse_retry_after(headers),
     )
-    return error
+
+
+def _envelope_error(payload: dict[str, Any], status: int, headers: httpx.Headers) -> APIStatusError:
+    """The error of a failed ``{code, msg, success}`` envelope, carrying its ``msg``.
+
+    A three-digit ``code`` is an HTTP status in disguise; anything else is a business code.
+    """
+    code = _code(payload.get("code"))
+    if code is not None and len(code) == 3 and code.isdigit() and int(code) >= 400:
+        status, code = int(code), None
+    message = str(payload.get("msg") or payload.get("message") or "the gateway reported a failure")
+    return error_for(
+        status,
+        code,
+        message,
+        request_id=headers.get("x-request-id"),
+        retry_after=parse_retry_after(headers),
+    )
+
+
+def _excerpt(status: int, raw: bytes) -> str:
+    """A short, redacted view of a body that is not Z.AI's error JSON (redacted before cut)."""
+    text = raw.decode("utf-8", errors="replace").strip()
+    if not text:
+        return f"HTTP {status} with an empty body"
+    if "<html" in text[:500].lower():
+        return f"HTTP {status} with an HTML page (a proxy or gateway error?)"
+    return f"HTTP {status}: {redact(text, limit=300)}"
 
 
 def _code(value: object) -> str | None:

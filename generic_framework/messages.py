@@ -61,6 +61,12 @@ class FunctionCall(_Wire):
     name: str = ""
     arguments: str = ""
 
+    @field_validator("name", mode="before")
+    @classmethod
+    def _null_name_as_empty(cls, value: Any) -> Any:
+        # OpenAI-compatible servers send "name": null on later tool_stream fragments.
+        return "" if value is None else value
+
     @field_validator("arguments", mode="before")
     @classmethod
     def _arguments_as_json_text(cls, value: Any) -> Any:
@@ -79,6 +85,11 @@ class ToolCall(_Wire):
     type: str = "function"
     function: FunctionCall = Field(default_factory=FunctionCall)
     index: int | None = None
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _null_type_is_function(cls, value: Any) -> Any:
+        return "function" if value is None else value
 
 
 class ToolCallDelta(_Wire):
