@@ -1,0 +1,123 @@
+"""Real processes for end-to-end tests: the mock Z.AI server and the bot service.
+
+Both are started through the CLI (``python -m generic_framework mock|serve``) on port 0; the
+port is read from uvicorn's start-up line. Output goes to a log file (a pipe nobody reads
+could fill up and stall the server); the log is shown when a start fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+PERSONAS = REPO / "personas"
+TOKEN = "e2e-token-5b1f0c9a7d"
+_RUNNING = re.compile(rb"Uvicorn running on http://127\.0\.0\.1:(\d+)")
+
+
+class Process:
+    """One ``python -m generic_framework ...`` server, started and stopped by the test."""
+
+    def __init__(self, args: list[str], log: Path, env: dict[str, str], cwd: Path) -> None:
+        self.args = args
+        self.log = log
+        self.env = env
+        self.cwd = cwd
+        self.port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> Process:
+        offset = self.log.stat().st_size if self.log.exists() else 0
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "generic_framework", *self.args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                cwd=self.cwd,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = _RUNNING.search(self.log.read_bytes()[offset:])
+            if found and self._healthy(int(found.group(1))):
+                self.port = int(found.group(1))
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError(f"{self.args[0]} did not start:\n{self.log.read_text()[-3000:]}")
+
+    def _healthy(self, port: int) -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs, exactly like a crash or an OOM kill."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+    def __enter__(self) -> Process:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def base_env(tmp: Path) -> dict[str, str]:
+    """A minimal environment: nothing from the developer's shell or .env leaks in."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp),
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
+def mock_process(tmp: Path, *, latency_ms: int = 0) -> Process:
+    args = ["mock", "--host", "127.0.0.1", "--port", "0", "--latency-ms", str(latency_ms)]
+    return Process(args, tmp / "mock.log", base_env(tmp), tmp)
+
+
+def bot_process(tmp: Path, mock: Process, **extra: str) -> Process:
+    env = {
+        **base_env(tmp),
+        "OPENAI_BASE_URL": f"{mock.url}/api/paas/v4",
+        "OPENAI_API_KEY": "mock-key",
+        "PERSONAS_DIR": str(PERSONAS),
+        "DATA_DIR": str(tmp / "data"),
+        "BOT_API_TOKEN": TOKEN,
+        "LLM_MAX_RETRIES": "0",
+        **extra,
+    }
+    return Process(["serve", "--host", "127.0.0.1", "--port", "0"], tmp / "bot.log", env, tmp)
