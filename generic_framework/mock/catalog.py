@@ -40,6 +40,7 @@ from generic_framework.mock.normalize import (
     RequestKey,
     chat_shape,
     common_prefix,
+    common_suffix,
     describe_difference,
 )
 from generic_framework.mock.sse import (
@@ -101,7 +102,6 @@ class PreparedExchange:
         index: its position in the fixture.
         kind: ``chat``, ``web_search`` or ``other``.
         key: the normalised key of the recorded request.
-        offset: index of the first recorded message the key covers.
         stream: whether the recorded request streamed.
         required_functions: functions the recorded answer calls; a request must offer them.
         status: HTTP status of the JSON form.
@@ -115,7 +115,6 @@ class PreparedExchange:
     index: int
     kind: str
     key: RequestKey
-    offset: int
     stream: bool
     required_functions: frozenset[str]
     status: int
@@ -180,7 +179,6 @@ def prepare(exchange: Exchange, index: int, options: MatchOptions) -> PreparedEx
     request = exchange.request
     kind = _request_kind(request.path)
     body = request.body or {}
-    offset = chat_shape(body).keyed(options)[1] if kind == "chat" else 0
     status, json_body = _json_form(exchange)
     answer = exchange.response.body
     if exchange.response.events is not None:
@@ -189,7 +187,6 @@ def prepare(exchange: Exchange, index: int, options: MatchOptions) -> PreparedEx
         index=index,
         kind=kind,
         key=request_key(kind, request.method, request.path, body, options),
-        offset=offset,
         stream=body.get("stream") is True,
         required_functions=_called_functions(answer),
         status=status,
@@ -392,24 +389,26 @@ class Catalog:
     # ------------------------------------------------------------------ diagnostics
 
     def _closest(self, request: Incoming) -> tuple[FixtureState, PreparedExchange, str] | None:
-        best: tuple[tuple[int, int, int, int], FixtureState, PreparedExchange, str] | None = None
+        best: tuple[tuple[int, ...], FixtureState, PreparedExchange, str] | None = None
         for state in self.states:
             options = state.fixture.match
             actual = request.key(options)
             for exchange in state.exchanges:
                 if exchange.kind != request.kind:
                     continue
+                prefix = suffix = 0
                 if request.shape is not None:
-                    offset = request.shape.keyed(options)[1]
+                    positions = request.shape.keyed(options)[1]
                     prefix = common_prefix(exchange.key, actual)
-                    text = describe_difference(exchange.key, actual, offset)
+                    suffix = common_suffix(exchange.key, actual)
+                    text = describe_difference(exchange.key, actual, positions)
                     likeness = _likeness(exchange.key[1][prefix:], actual[1][prefix:])
                 else:
-                    prefix = 0
                     text = f"expected {exchange.key[1:]!r}, got {actual[1:]!r}"
                     likeness = _likeness(exchange.key[1:], actual[1:])
                 tools_equal = int(exchange.key[2:] == actual[2:])
-                score = (prefix, likeness, tools_equal, int(state.cursor == exchange.index))
+                nearness = (prefix, suffix, likeness, tools_equal)
+                score = (*nearness, int(state.cursor == exchange.index))
                 if best is None or score > best[0]:
                     best = (score, state, exchange, text)
         return None if best is None else best[1:]

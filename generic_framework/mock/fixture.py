@@ -70,9 +70,9 @@ class MatchOptions(_Strict):
         history: ``ignore`` (default) compares only the current turn (everything after the
             last assistant message without tool calls), so a conversation with earlier turns
             still finds the answer; ``exact`` compares every message.
-        tools: ``presence`` (default) compares whether function tools and the built-in
-            web_search are offered, and requires every function the recorded answer calls to be
-            offered; ``exact`` also compares the names of all offered functions.
+        tools: ``presence`` (default) compares whether tools are offered and whether the
+            built-in web_search is among them, and requires every function the recorded answer
+            calls to be offered; ``exact`` compares the names of all offered functions instead.
     """
 
     system: Literal["ignore", "exact"] = "ignore"

@@ -1,12 +1,12 @@
 """Normalised request shapes: what two requests must share to get the same recorded answer.
 
 A chat request is reduced to its messages (role, content, tool_call ids, tool names and
-canonical arguments, reasoning_content, tool_call_id) and to what it offers (the built-in
-web_search, function tools). Everything else is volatile and ignored: ``model``, ``stream``,
-``temperature``, ``request_id``, ``user_id``, ``stream_options``, ``thinking``, tool schemas and
-the web_search options. Text is compared after stripping surrounding whitespace; ``None`` and
-``""`` are the same; JSON text (tool arguments, tool results) is compared in canonical form, so
-key order and spacing do not matter.
+canonical arguments, reasoning_content, tool_call_id) and to what it offers: whether any tools
+are offered, and whether the built-in web_search is among them. Everything else is volatile and
+ignored: ``model``, ``stream``, ``temperature``, ``request_id``, ``user_id``,
+``stream_options``, ``thinking``, tool schemas and the web_search options. Text is compared
+after stripping surrounding whitespace; ``None`` and ``""`` are the same; JSON text (tool
+arguments, tool results) is compared in canonical form, so key order and spacing do not matter.
 
 :class:`MatchOptions` decide whether system messages and earlier turns take part (see
 ``docs/design/0402-request-matching.md``).
@@ -137,14 +137,16 @@ class ChatShape:
     functions: frozenset[str]
     other_tools: tuple[str, ...]
     stream: bool
-    _keys: dict[tuple[str, str, str], tuple[RequestKey, int]] = field(default_factory=dict)
+    _keys: dict[tuple[str, str, str], tuple[RequestKey, tuple[int, ...]]] = field(
+        default_factory=dict
+    )
 
     def key(self, options: MatchOptions) -> RequestKey:
         """The hashable key under ``options`` (cached per option set)."""
         return self.keyed(options)[0]
 
-    def keyed(self, options: MatchOptions) -> tuple[RequestKey, int]:
-        """The key under ``options`` and the index of the first message it covers."""
+    def keyed(self, options: MatchOptions) -> tuple[RequestKey, tuple[int, ...]]:
+        """The key under ``options`` and, per compared message, its index in the request."""
         signature = options.signature
         cached = self._keys.get(signature)
         if cached is None:
@@ -152,25 +154,25 @@ class ChatShape:
             self._keys[signature] = cached
         return cached
 
-    def _build(self, options: MatchOptions) -> tuple[RequestKey, int]:
+    def _compared(self, options: MatchOptions) -> list[int]:
         start = turn_start(self.messages) if options.history == "ignore" else 0
-        keys = tuple(
-            message_key(message)
-            for message in self.messages[start:]
-            if options.system == "exact"
-            or not (isinstance(message, dict) and message.get("role") == "system")
-        )
-        if options.system == "exact" and options.history == "ignore":
-            systems = tuple(
-                message_key(m)
-                for m in self.messages[:start]
-                if isinstance(m, dict) and m.get("role") == "system"
-            )
-            keys = systems + keys
-        offered: Any = (
-            tuple(sorted(self.functions)) if options.tools == "exact" else bool(self.functions)
-        )
-        return ("chat", keys, self.web_search, offered, self.other_tools), start
+        positions = []
+        for index, message in enumerate(self.messages):
+            is_system = isinstance(message, dict) and message.get("role") == "system"
+            if options.system == "exact" and is_system:
+                positions.append(index)  # system messages count even before the turn
+            elif index >= start and not is_system:
+                positions.append(index)
+        return positions
+
+    def _build(self, options: MatchOptions) -> tuple[RequestKey, tuple[int, ...]]:
+        positions = self._compared(options)
+        keys = tuple(message_key(self.messages[index]) for index in positions)
+        if options.tools == "exact":
+            offered: Any = (tuple(sorted(self.functions)), self.other_tools)
+        else:
+            offered = bool(self.web_search or self.functions or self.other_tools)
+        return ("chat", keys, self.web_search, offered), tuple(positions)
 
 
 def chat_shape(body: dict[str, Any]) -> ChatShape:
@@ -233,9 +235,15 @@ def _tools_difference(expected: RequestKey, actual: RequestKey) -> str:
         return f"tools: the recorded request {offered} the built-in web_search, this one " + (
             "does" if actual[2] else "does not"
         )
-    if expected[3] != actual[3]:
-        return f"tools: expected function tools {_show(expected[3])}, got {_show(actual[3])}"
-    return f"tools: expected other tools {_show(expected[4])}, got {_show(actual[4])}"
+    if isinstance(expected[3], bool):
+        offered = "offers" if expected[3] else "does not offer"
+        return f"tools: the recorded request {offered} tools, this one " + (
+            "does" if actual[3] else "does not"
+        )
+    (want, want_other), (got, got_other) = expected[3], actual[3]
+    if want != got:
+        return f"tools: expected function tools {_show(want)}, got {_show(got)}"
+    return f"tools: expected other tools {_show(want_other)}, got {_show(got_other)}"
 
 
 def common_prefix(expected: RequestKey, actual: RequestKey) -> int:
@@ -248,21 +256,39 @@ def common_prefix(expected: RequestKey, actual: RequestKey) -> int:
     return count
 
 
-def describe_difference(expected: RequestKey, actual: RequestKey, offset: int) -> str:
+def common_suffix(expected: RequestKey, actual: RequestKey) -> int:
+    """How many trailing messages two request keys share."""
+    count = 0
+    for want, got in zip(reversed(expected[1]), reversed(actual[1]), strict=False):
+        if want != got:
+            break
+        count += 1
+    return count
+
+
+def describe_difference(
+    expected: RequestKey, actual: RequestKey, positions: tuple[int, ...]
+) -> str:
     """The first difference between a recorded request key and an incoming one, in words.
 
-    ``offset`` is the index in the incoming request of the first compared message, so the
-    message index in the text points into what the client actually sent.
+    ``positions`` maps each compared message of the incoming key to its index in the request,
+    so the text points into what the client actually sent.
     """
     want, got = expected[1], actual[1]
     prefix = common_prefix(expected, actual)
+
+    def where(number: int) -> int:
+        if number < len(positions):
+            return positions[number]
+        return positions[-1] + 1 + number - len(positions) if positions else number
+
     if prefix < len(want) and prefix < len(got):
-        return _message_difference(offset + prefix, want[prefix], got[prefix])
+        return _message_difference(where(prefix), want[prefix], got[prefix])
     if len(want) != len(got):
         extra = got[prefix] if len(got) > len(want) else want[prefix]
         verb = "has an extra" if len(got) > len(want) else "is missing the"
         return (
-            f"messages: the request {verb} message {offset + prefix} "
+            f"messages: the request {verb} message {where(prefix)} "
             f"(role {extra[0]!r}); expected {len(want)} compared message(s), got {len(got)}"
         )
     if expected[2:] != actual[2:]:

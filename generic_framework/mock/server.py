@@ -104,7 +104,9 @@ class MockServer:
         """
         if self._thread is not None:
             raise RuntimeError("the mock server is already running")
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the
+        # listening socket says so, and without it every response waits ~40 ms for an ACK.
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.host, self._requested_port))
