@@ -1,0 +1,321 @@
+"""Replay fixtures through the real Persona against the in-process mock (the replay command).
+
+For each fixture: serve only that fixture, run its ``user_input`` through the persona it names
+(``stream()`` when the fixture was recorded streaming, ``respond()`` otherwise), then check that
+
+1. every request matched a recorded one (no ``mock_no_match``);
+2. the exchanges were reached in order, each of them;
+3. the outcome equals :attr:`Fixture.expected`: the reply's content, stop reason, number of
+   rounds and cited URLs, or the error class and code.
+
+The persona comes from ``PERSONAS_DIR`` when a file there has the fixture's persona name;
+otherwise it is rebuilt from the fixture (system prompt and example tools of the first request),
+so fixtures replay without persona files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import SecretStr
+
+from generic_framework.client import GLMClient
+from generic_framework.config import Settings
+from generic_framework.core.events import Done
+from generic_framework.core.loader import load_personas
+from generic_framework.core.persona import Persona
+from generic_framework.core.reply import Reply
+from generic_framework.errors import ConfigError, GLMError
+from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_fixtures
+from generic_framework.mock.server import MockServer
+from generic_framework.tools import EXAMPLE_TOOLS, SEARCH_TOOL_NAME, FunctionTool, WebSearch
+
+__all__ = [
+    "ReplayResult",
+    "default_replay_paths",
+    "persona_for",
+    "render_table",
+    "replay_fixture",
+    "replay_fixtures",
+    "replay_main",
+]
+
+REPLAY_KEY = "replay-mock-key"
+TURN_TIMEOUT = 120.0
+USER_FIXTURES = Path("tests/fixtures")
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    """The outcome of replaying one fixture.
+
+    Attributes:
+        fixture: the fixture's name.
+        path: the file it came from, if any.
+        ok: True when every check passed.
+        rounds: model calls the persona made.
+        ms: wall time of the turn.
+        persona: ``file`` (from PERSONAS_DIR) or ``fixture`` (rebuilt from the fixture).
+        problems: what went wrong, one line each.
+    """
+
+    fixture: str
+    path: str | None
+    ok: bool
+    rounds: int
+    ms: float
+    persona: str
+    problems: list[str] = field(default_factory=list)
+
+
+def default_replay_paths() -> list[Path]:
+    """The bundled fixtures, and ``tests/fixtures`` when it exists in the working directory."""
+    paths = [bundled_fixtures_dir()]
+    if USER_FIXTURES.is_dir():
+        paths.append(USER_FIXTURES)
+    return paths
+
+
+# ------------------------------------------------------------------ personas
+
+
+def _chat_bodies(fixture: Fixture) -> Iterator[dict[str, Any]]:
+    for exchange in fixture.exchanges:
+        body = exchange.request.body
+        if body and "messages" in body:
+            yield body
+
+
+def _offered(fixture: Fixture) -> list[dict[str, Any]]:
+    for body in _chat_bodies(fixture):
+        if body.get("tools"):
+            return list(body["tools"])
+    return []
+
+
+def _rebuilt(fixture: Fixture, settings: Settings, client: GLMClient) -> Persona:
+    """A persona equivalent to the one that recorded ``fixture``: its prompt and tools."""
+    first = next(_chat_bodies(fixture), {})
+    system = next(
+        (m.get("content", "") for m in first.get("messages", []) if m.get("role") == "system"),
+        "",
+    )
+    offered = _offered(fixture)
+    names = [t["function"]["name"] for t in offered if t.get("type") == "function"]
+    mode = "builtin" if any(t.get("type") == "web_search" for t in offered) else "off"
+    if SEARCH_TOOL_NAME in names:
+        mode = "client"
+        names.remove(SEARCH_TOOL_NAME)
+    unknown = [name for name in names if name not in EXAMPLE_TOOLS]
+    if unknown:
+        raise ConfigError(
+            f"fixture {fixture.name!r} offers {', '.join(unknown)}, which are not example tools; "
+            f"put a persona file named {fixture.persona!r} in PERSONAS_DIR to replay it"
+        )
+    tools: list[FunctionTool] = [EXAMPLE_TOOLS[name] for name in names]
+    web = fixture.user_input.lstrip().startswith("//")
+    return Persona(
+        name=fixture.persona,
+        system_prompt=str(system),
+        tools=tools,
+        settings=settings,
+        web_search=WebSearch(mode=mode),
+        tools_always=bool(offered) and not web,
+        client=client,
+    )
+
+
+def persona_for(fixture: Fixture, settings: Settings, client: GLMClient) -> tuple[Persona, str]:
+    """The persona to replay ``fixture`` with, and where it came from (``file``/``fixture``)."""
+    directory = settings.personas_dir
+    if directory.is_dir():
+        found = load_personas(directory, settings=settings, client=client)
+        if fixture.persona in found:
+            return found[fixture.persona], "file"
+    return _rebuilt(fixture, settings, client), "fixture"
+
+
+def _settings_for(fixture: Fixture, base: Settings, server: MockServer) -> Settings:
+    values = base.model_dump()
+    values.update(fixture.settings)
+    url = server.coding_base_url if fixture.endpoint == "coding" else server.base_url
+    values.update(base_url=url, api_key=SecretStr(REPLAY_KEY))
+    return Settings(**values)
+
+
+# ------------------------------------------------------------------ running
+
+
+async def _run(persona: Persona, fixture: Fixture) -> Reply:
+    if not fixture.streams:
+        return await persona.respond(fixture.user_input)
+    reply: Reply | None = None
+    async for event in persona.stream(fixture.user_input):
+        if isinstance(event, Done):
+            reply = event.reply
+    if reply is None:
+        raise RuntimeError("the stream ended without a reply")
+    return reply
+
+
+def _error_problems(fixture: Fixture, error: GLMError | None) -> list[str]:
+    expected = fixture.expected.error if fixture.expected else None
+    if expected is None:
+        return [] if error is None else [f"the turn failed: {type(error).__name__}: {error}"]
+    if error is None:
+        return [f"expected {expected.type} but the turn succeeded"]
+    names = {cls.__name__ for cls in type(error).__mro__}
+    problems = []
+    if expected.type not in names:
+        problems.append(f"expected {expected.type}, got {type(error).__name__}: {error}")
+    if expected.code is not None and error.code != expected.code:
+        problems.append(f"expected error code {expected.code}, got {error.code}")
+    return problems
+
+
+def _reply_problems(fixture: Fixture, reply: Reply) -> list[str]:
+    expected = fixture.expected
+    if expected is None:
+        return []
+    problems = []
+    if expected.content is not None and reply.content != expected.content:
+        problems.append(f"content: expected {expected.content!r}, got {reply.content!r}")
+    if expected.stop_reason is not None and reply.stop_reason != expected.stop_reason:
+        problems.append(f"stop_reason: expected {expected.stop_reason}, got {reply.stop_reason}")
+    if expected.rounds is not None and len(reply.rounds) != expected.rounds:
+        problems.append(f"rounds: expected {expected.rounds}, got {len(reply.rounds)}")
+    urls = [citation.url for citation in reply.citations]
+    if expected.citations is not None and urls != expected.citations:
+        problems.append(f"citations: expected {expected.citations}, got {urls}")
+    return problems
+
+
+def _exchange_problems(fixture: Fixture, server: MockServer) -> list[str]:
+    catalog = server.app.catalog
+    problems = [
+        f"a request had no recorded answer: {entry['difference']}"
+        for entry in catalog.report()["unmatched_requests"]
+    ]
+    reached: list[int] = []
+    for entry in catalog.log:
+        if not reached or reached[-1] != entry.exchange:
+            reached.append(entry.exchange)
+    wanted = list(range(len(fixture.exchanges)))
+    if reached != wanted:
+        problems.append(f"exchanges reached in the order {reached}, expected {wanted}")
+    return problems
+
+
+async def replay_fixture(
+    fixture: Fixture, server: MockServer, *, settings: Settings | None = None
+) -> ReplayResult:
+    """Replay one fixture on ``server`` (which then serves only that fixture)."""
+    server.set_fixtures([fixture])
+    started = time.perf_counter()
+    path = str(fixture.source) if fixture.source else None
+    source = "fixture"
+    reply: Reply | None = None
+    error: GLMError | None = None
+    try:
+        config = _settings_for(fixture, settings or Settings(), server)
+        async with GLMClient(config) as client:
+            persona, source = persona_for(fixture, config, client)
+            try:
+                reply = await asyncio.wait_for(_run(persona, fixture), TURN_TIMEOUT)
+            except GLMError as exc:
+                error = exc
+    except (ConfigError, TimeoutError, RuntimeError) as exc:
+        ms = (time.perf_counter() - started) * 1000
+        return ReplayResult(fixture.name, path, False, 0, ms, source, [f"{exc}"])
+    ms = (time.perf_counter() - started) * 1000
+    problems = _exchange_problems(fixture, server) + _error_problems(fixture, error)
+    if reply is not None:
+        problems += _reply_problems(fixture, reply)
+    rounds = len(reply.rounds) if reply is not None else server.report()["requests"]
+    return ReplayResult(fixture.name, path, not problems, rounds, ms, source, problems)
+
+
+async def replay_fixtures(
+    fixtures: Sequence[Fixture], *, settings: Settings | None = None
+) -> list[ReplayResult]:
+    """Replay fixtures one after another on one in-process mock server."""
+    async with MockServer([]) as server:
+        return [await replay_fixture(f, server, settings=settings) for f in fixtures]
+
+
+# ------------------------------------------------------------------ output
+
+
+def render_table(results: Sequence[ReplayResult]) -> str:
+    """A plain-text table: fixture, rounds, result, milliseconds; then the problems."""
+    rows = [("fixture", "rounds", "result", "ms")]
+    rows += [(r.fixture, str(r.rounds), "ok" if r.ok else "FAIL", f"{r.ms:.0f}") for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = [
+        f"{a:<{widths[0]}}  {b:>{widths[1]}}  {c:<{widths[2]}}  {d:>{widths[3]}}"
+        for a, b, c, d in rows
+    ]
+    failed = [r for r in results if not r.ok]
+    for result in failed:
+        lines.append(f"\n{result.fixture} ({result.path or 'in memory'}):")
+        lines.extend(f"  - {problem}" for problem in result.problems)
+    lines.append(f"\n{len(results) - len(failed)} of {len(results)} fixtures replayed correctly")
+    return "\n".join(lines)
+
+
+@contextmanager
+def _quiet_library() -> Iterator[None]:
+    """Retry warnings are expected while replaying error fixtures; keep the table readable."""
+    logger = logging.getLogger("generic_framework")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def replay_main(
+    paths: Sequence[str | Path],
+    *,
+    settings: Settings | None = None,
+    as_json: bool = False,
+    out: TextIO | None = None,
+) -> int:
+    """The ``replay`` command: replay, print a table (or JSON), return the exit code.
+
+    Args:
+        paths: fixture files or directories; empty means :func:`default_replay_paths`.
+        settings: base settings (the endpoint and key are replaced by the mock's).
+        as_json: print ``{"ok": ..., "results": [...]}`` instead of the table.
+        out: where to print; standard output by default.
+
+    Returns:
+        0 when every fixture replayed correctly, 1 otherwise (also when none was found).
+
+    Raises:
+        FixtureError: a fixture file is invalid.
+    """
+    stream = out or sys.stdout
+    fixtures = load_fixtures(*(paths or default_replay_paths()))
+    with _quiet_library():
+        results = asyncio.run(replay_fixtures(fixtures, settings=settings))
+    ok = bool(results) and all(result.ok for result in results)
+    if as_json:
+        payload = {"ok": ok, "results": [asdict(result) for result in results]}
+        stream.write(json.dumps(payload, indent=2) + "\n")
+    elif results:
+        stream.write(render_table(results) + "\n")
+    else:
+        stream.write("no fixtures found\n")
+    stream.flush()
+    return 0 if ok else 1

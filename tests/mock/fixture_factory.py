@@ -1,0 +1,707 @@
+"""The source of the bundled fixtures: ``python tests/mock/fixture_factory.py`` rewrites them.
+
+The bundled fixtures are synthetic (there was no key to record real ones): the answers are
+invented, the shapes follow ZAI-PROTOCOL §3-§4. Requests are built the way ``Persona`` builds
+them (system prompt, user text with ``//`` stripped, the assistant echo without ``index``,
+one tool message per call), and every tool message holds what the real example tool returns,
+so ``generic-framework replay`` can check them against the real persona.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from generic_framework.core.persona import CONTENT_FILTER_NOTICE, FORCED_ANSWER_INSTRUCTION
+from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir
+from generic_framework.mock.sse import completion_to_events
+from generic_framework.tools import EXAMPLE_TOOLS, WebSearch
+
+MODEL = "glm-4.7"
+CHAT = "/api/paas/v4/chat/completions"
+JSON_HEADERS = {"Content-Type": "application/json; charset=UTF-8"}
+SSE_HEADERS = {"Content-Type": "text/event-stream;charset=UTF-8"}
+SYSTEM = (
+    "You are Scout, a friendly research assistant. Answer briefly and plainly. When you use "
+    "web sources, cite them."
+)
+SEARCH_TOOL = WebSearch(
+    mode="builtin", engine="search_pro_jina", count=5, recency="noLimit"
+).to_wire()
+FUNCTION_TOOLS = [tool.to_wire() for tool in EXAMPLE_TOOLS.values()]
+CREATED = 1767950000
+
+
+def _hex(seed: str, length: int) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:length]
+
+
+def _completion_id(seed: str) -> str:
+    return "2026010909" + _hex(seed, 20)
+
+
+def _call_id(seed: str, stream: bool) -> str:
+    if stream:
+        return "call_" + _hex(seed, 24)
+    return f"call_-{int(_hex(seed, 15), 16)}"
+
+
+def tool_output(name: str, arguments: dict[str, Any]) -> str:
+    """What the persona sends back for a call of one of the example tools."""
+    outcome = asyncio.run(EXAMPLE_TOOLS[name].run(json.dumps(arguments), time_limit=5))
+    return outcome.content
+
+
+def completion(
+    seed: str,
+    content: str = "",
+    *,
+    reasoning: str | None = None,
+    calls: list[dict[str, Any]] | None = None,
+    usage: tuple[int, int, int] = (120, 40, 10),
+    web_search: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A chat completion in Z.AI's layout (ZAI-PROTOCOL §3)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = calls
+    prompt, output, thinking = usage
+    body: dict[str, Any] = {
+        "id": _completion_id(seed),
+        "request_id": _completion_id(seed),
+        "created": CREATED,
+        "model": MODEL,
+        "object": "chat.completion",
+        "choices": [
+            {"index": 0, "finish_reason": "tool_calls" if calls else "stop", "message": message}
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": output,
+            "total_tokens": prompt + output,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": thinking},
+        },
+    }
+    if web_search is not None:
+        body["web_search"] = web_search
+    return body
+
+
+def call(
+    seed: str,
+    name: str,
+    arguments: dict[str, Any],
+    index: int,
+    *,
+    stream: bool = False,
+    kind: str = "function",
+) -> dict[str, Any]:
+    """One tool call as Z.AI returns it (arguments as a JSON string, an index)."""
+    return {
+        "id": _call_id(f"{seed}/{index}", stream),
+        "index": index,
+        "type": kind,
+        "function": {"name": name, "arguments": json.dumps(arguments, separators=(",", ":"))},
+    }
+
+
+def source(
+    refer: int, title: str, link: str, media: str, content: str, date: str
+) -> dict[str, str]:
+    """One ``web_search[]`` item."""
+    return {
+        "refer": f"ref_{refer}",
+        "title": title,
+        "link": link,
+        "media": media,
+        "icon": "",
+        "content": content,
+        "publish_date": date,
+    }
+
+
+class Conversation:
+    """Builds the requests of one turn the way Persona does."""
+
+    def __init__(self, user_input: str, *, stream: bool = False) -> None:
+        web = user_input.lstrip().startswith("//")
+        text = user_input.lstrip()[2:].strip() if web else user_input.strip()
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": text},
+        ]
+        self.tools = [SEARCH_TOOL, *FUNCTION_TOOLS] if web else None
+        self.stream = stream
+        self.exchanges: list[dict[str, Any]] = []
+
+    def request(self, *, tools: bool = True, forced: bool = False) -> dict[str, Any]:
+        messages = copy.deepcopy(self.messages)
+        if forced:
+            messages.append({"role": "user", "content": FORCED_ANSWER_INSTRUCTION})
+        body: dict[str, Any] = {"model": MODEL, "messages": messages, "stream": self.stream}
+        if tools and self.tools:
+            body["tools"] = copy.deepcopy(self.tools)
+        return {"method": "POST", "path": CHAT, "body": body}
+
+    def exchange(
+        self,
+        answer: dict[str, Any],
+        *,
+        status: int = 200,
+        tools: bool = True,
+        forced: bool = False,
+        faults: list[dict[str, Any]] | None = None,
+        note: str = "",
+    ) -> None:
+        """Record one request (the conversation so far) and its answer."""
+        streamed = self.stream and status == 200
+        response: dict[str, Any] = {
+            "status": status,
+            "headers": SSE_HEADERS if streamed else JSON_HEADERS,
+        }
+        if streamed:
+            response["events"] = completion_to_events(answer)
+        else:
+            response["body"] = answer
+        entry: dict[str, Any] = {
+            "request": self.request(tools=tools, forced=forced),
+            "response": response,
+        }
+        if faults:
+            entry["faults"] = faults
+        if note:
+            entry["note"] = note
+        self.exchanges.append(entry)
+
+    def run_tools(self, answer: dict[str, Any], results: list[str] | None = None) -> None:
+        """Append the assistant echo and one tool message per call, as the persona does."""
+        message = answer["choices"][0]["message"]
+        calls = [{k: v for k, v in c.items() if k != "index"} for c in message["tool_calls"]]
+        echo: dict[str, Any] = {"role": "assistant"}
+        if (message.get("content") or "").strip():
+            echo["content"] = message["content"]
+        if message.get("reasoning_content") is not None:
+            echo["reasoning_content"] = message["reasoning_content"]
+        echo["tool_calls"] = calls
+        self.messages.append(echo)
+        for number, item in enumerate(calls):
+            if results is not None:
+                content = results[number]
+            elif item["type"] == "web_search" or item["function"]["name"] == "web_search":
+                content = ""
+            else:
+                arguments = json.loads(item["function"]["arguments"])
+                content = tool_output(item["function"]["name"], arguments)
+            self.messages.append({"role": "tool", "tool_call_id": item["id"], "content": content})
+
+
+def fixture(
+    name: str,
+    description: str,
+    user_input: str,
+    conversation: Conversation,
+    settings: dict[str, Any] | None = None,
+    **expected: Any,
+) -> Fixture:
+    """Assemble and validate a fixture."""
+    return Fixture.model_validate(
+        {
+            "name": name,
+            "description": description,
+            "model": MODEL,
+            "persona": "scout",
+            "user_input": user_input,
+            "settings": settings or {},
+            "expected": expected,
+            "exchanges": conversation.exchanges,
+        }
+    )
+
+
+# ------------------------------------------------------------------------------ scenarios
+
+
+def plain_answer() -> Fixture:
+    text = "What is the capital of Canada?"
+    talk = Conversation(text)
+    answer = "The capital of Canada is Ottawa, in the province of Ontario."
+    talk.exchange(
+        completion("plain", answer, reasoning="A simple fact: Ottawa.", usage=(40, 25, 8))
+    )
+    return fixture(
+        "plain_answer",
+        "A message without // : one call, no tools offered, a plain answer.",
+        text,
+        talk,
+        content=answer,
+        stop_reason="completed",
+        rounds=1,
+        citations=[],
+    )
+
+
+def web_search_hello() -> Fixture:
+    text = "// hello"
+    talk = Conversation(text)
+    answer = "Hello! Ask me anything; start a message with // when you want me to search the web."
+    talk.exchange(completion("hello", answer, reasoning="A greeting; no search needed."))
+    return fixture(
+        "web_search_hello",
+        "// hello: web_search and the functions are offered, and the model answers without "
+        "searching (calling a tool is the model's choice).",
+        text,
+        talk,
+        content=answer,
+        stop_reason="completed",
+        rounds=1,
+        citations=[],
+    )
+
+
+NANAIMO_SOURCES = [
+    source(
+        1,
+        "Nanaimo, BC - current conditions and forecast",
+        "https://weather.example.ca/city/nanaimo",
+        "Example Weather Service",
+        "Nanaimo: 9 °C, cloudy, humidity 87 %. Light rain developing this afternoon.",
+        "2026-01-09",
+    ),
+    source(
+        2,
+        "Nanaimo hourly forecast",
+        "https://www.forecast.example.com/ca/bc/nanaimo/hourly",
+        "Forecast Example",
+        "Wind SE 10 km/h. Rain amount 2-4 mm. Low tonight 5 °C.",
+        "2026-01-09",
+    ),
+    source(
+        3,
+        "Vancouver Island weather outlook",
+        "https://news.example.org/vancouver-island-weather",
+        "Island News Example",
+        "Showers easing after midnight; a drier, brighter day expected tomorrow.",
+        "",
+    ),
+]
+NANAIMO_ANSWER = (
+    "Right now Nanaimo is mild and cloudy at about 9 °C, with light rain developing this "
+    "afternoon [ref_1]. The wind is light from the southeast at around 10 km/h, and tonight "
+    "drops to about 5 °C [ref_2]; the showers should ease after midnight, with a brighter day "
+    "tomorrow [ref_3]."
+)
+NANAIMO_REPLY = (
+    NANAIMO_ANSWER.replace("[ref_1]", "[1]").replace("[ref_2]", "[2]").replace("[ref_3]", "[3]")
+)
+NANAIMO_URLS = [item["link"] for item in NANAIMO_SOURCES]
+
+
+def _nanaimo(stream: bool) -> Fixture:
+    text = "// what's the weather in Nanaimo?"
+    talk = Conversation(text, stream=stream)
+    talk.exchange(
+        completion(
+            "nanaimo",
+            NANAIMO_ANSWER,
+            reasoning="The search results give current conditions and tonight's forecast.",
+            usage=(1450, 96, 14),
+            web_search=NANAIMO_SOURCES,
+        )
+    )
+    mode = "streamed (SSE; web_search[] on the last chunk)" if stream else "JSON"
+    return fixture(
+        "web_search_nanaimo_stream" if stream else "web_search_nanaimo",
+        f"The main demo, {mode}: Z.AI runs the built-in web_search server-side in one call; "
+        "no tool_calls, the answer cites [ref_N] and the sources come back as web_search[].",
+        text,
+        talk,
+        content=NANAIMO_REPLY,
+        stop_reason="completed",
+        rounds=1,
+        citations=NANAIMO_URLS,
+    )
+
+
+def web_search_nanaimo() -> Fixture:
+    return _nanaimo(stream=False)
+
+
+def web_search_nanaimo_stream() -> Fixture:
+    return _nanaimo(stream=True)
+
+
+def web_search_tool_calls() -> Fixture:
+    text = "// what's new in Python 3.13?"
+    talk = Conversation(text)
+    first = completion(
+        "py313-1",
+        "",
+        reasoning="I should search for the release notes.",
+        calls=[
+            call(
+                "py313",
+                "web_search",
+                {"search_query": "Python 3.13 new features"},
+                0,
+                kind="web_search",
+            ),
+        ],
+        usage=(900, 30, 9),
+    )
+    talk.exchange(first, note="the gateway answers with a web_search tool call")
+    talk.run_tools(first)
+    sources = [
+        source(
+            1,
+            "What's new in Python 3.13",
+            "https://docs.example.org/python/3.13/whatsnew",
+            "Python Docs Example",
+            "A new interactive interpreter, an experimental free-threaded build and a JIT.",
+            "2024-10-07",
+        ),
+        source(
+            2,
+            "Python 3.13 released",
+            "https://blog.example.net/python-313-released",
+            "Example Dev Blog",
+            "Python 3.13 ships with colourised tracebacks and improved error messages.",
+            "2024-10-08",
+        ),
+    ]
+    final = (
+        "Python 3.13 brings a new interactive interpreter, an experimental free-threaded build "
+        "and an experimental JIT [ref_1], plus colourised tracebacks and clearer error "
+        "messages [ref_2]."
+    )
+    talk.exchange(
+        completion(
+            "py313-2",
+            final,
+            reasoning="Summarise the two sources.",
+            usage=(1700, 60, 6),
+            web_search=sources,
+        ),
+        note="after the empty confirmation, the final answer with its sources",
+    )
+    return fixture(
+        "web_search_tool_calls",
+        "The gateway/legacy flow: GLM answers with a web_search tool call; the persona sends "
+        'the empty confirmation (a tool message with content "") and gets the final answer.',
+        text,
+        talk,
+        content=final.replace("[ref_1]", "[1]").replace("[ref_2]", "[2]"),
+        stop_reason="completed",
+        rounds=2,
+        citations=[item["link"] for item in sources],
+    )
+
+
+def function_two_rounds() -> Fixture:
+    text = "// what is 17% of 2,340?"
+    talk = Conversation(text)
+    first = completion(
+        "percent-1",
+        "",
+        reasoning="Use the calculator: 2340 * 0.17.",
+        calls=[call("percent", "calculate", {"expression": "2340 * 0.17"}, 0)],
+    )
+    talk.exchange(first)
+    talk.run_tools(first)
+    final = "17% of 2,340 is 397.8."
+    talk.exchange(completion("percent-2", final, reasoning="The tool says 397.8."))
+    return fixture(
+        "function_two_rounds",
+        "A custom function over two rounds: a calculate call, its result, the final answer.",
+        text,
+        talk,
+        content=final,
+        stop_reason="completed",
+        rounds=2,
+        citations=[],
+    )
+
+
+def parallel_calls() -> Fixture:
+    text = "// convert 10 km to miles, 70 kg to pounds and 20 C to Fahrenheit"
+    talk = Conversation(text)
+    first = completion(
+        "parallel-1",
+        "I'll convert all three at once.",
+        reasoning="Three independent conversions: call convert_units three times in parallel.",
+        calls=[
+            call("parallel", "convert_units", {"value": 10, "from_unit": "km", "to_unit": "mi"}, 0),
+            call("parallel", "convert_units", {"value": 70, "from_unit": "kg", "to_unit": "lb"}, 1),
+            call("parallel", "convert_units", {"value": 20, "from_unit": "C", "to_unit": "F"}, 2),
+        ],
+        usage=(640, 120, 30),
+    )
+    talk.exchange(first, note="three parallel calls in one response, one per index")
+    talk.run_tools(first)
+    final = "10 km is about 6.21 miles, 70 kg is about 154.32 pounds, and 20 °C is 68 °F."
+    talk.exchange(completion("parallel-2", final, reasoning="All three results are in."))
+    return fixture(
+        "parallel_calls",
+        "Three parallel function calls in one response, answered in call order.",
+        text,
+        talk,
+        content=final,
+        stop_reason="completed",
+        rounds=2,
+        citations=[],
+    )
+
+
+def sequential_rounds() -> Fixture:
+    text = "// if I run a marathon in 4 hours, what is my pace per km?"
+    talk = Conversation(text)
+    steps = [
+        ("convert_units", {"value": 4, "from_unit": "h", "to_unit": "min"}, "Hours to minutes."),
+        ("calculate", {"expression": "240 / 42.195"}, "240 minutes over 42.195 km."),
+        ("calculate", {"expression": "(240 / 42.195 - 5) * 60"}, "The fraction in seconds."),
+    ]
+    for number, (name, arguments, thought) in enumerate(steps, start=1):
+        answer = completion(
+            f"pace-{number}",
+            "",
+            reasoning=thought,
+            calls=[call(f"pace-{number}", name, arguments, 0)],
+        )
+        talk.exchange(answer, note=f"tool round {number} of 3")
+        talk.run_tools(answer)
+    final = "A 4-hour marathon is a pace of about 5:41 per kilometre (5.69 minutes per km)."
+    talk.exchange(completion("pace-4", final, reasoning="5 minutes and about 41 seconds."))
+    return fixture(
+        "sequential_rounds",
+        "Three sequential tool rounds, each using the previous result, then the answer.",
+        text,
+        talk,
+        content=final,
+        stop_reason="completed",
+        rounds=4,
+        citations=[],
+    )
+
+
+CAP = 4  # scout's max_tool_rounds
+
+
+def runaway_tool_calls() -> Fixture:
+    text = "// calculate pi to ever more digits"
+    talk = Conversation(text)
+    for number in range(1, CAP + 1):
+        digits = number * 2
+        answer = completion(
+            f"pi-{number}",
+            "",
+            reasoning=f"Try {digits} digits.",
+            calls=[call(f"pi-{number}", "calculate", {"expression": f"round(pi, {digits})"}, 0)],
+        )
+        talk.exchange(answer, note=f"tool round {number}; the model never stops on its own")
+        talk.run_tools(answer)
+    final = "Pi is about 3.14159265 to 8 decimal places; I stopped refining there."
+    talk.exchange(
+        completion("pi-final", final, reasoning="No tools left; answer with what I have."),
+        tools=False,
+        forced=True,
+        note="the cap (max_tool_rounds=4) is reached: no tools, and the instruction to answer",
+    )
+    return fixture(
+        "runaway_tool_calls",
+        "A runaway model that calls a tool every round: after 4 tool rounds (scout's cap) the "
+        "persona makes one last call without tools and stops with stop_reason max_rounds.",
+        text,
+        talk,
+        settings={"max_tool_rounds": CAP},
+        content=final,
+        stop_reason="max_rounds",
+        rounds=CAP + 1,
+        citations=[],
+    )
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+RATE_LIMIT = _error(
+    "1302",
+    "High concurrency usage of this API, please reduce concurrency or contact customer service "
+    "to increase limits",
+)
+
+
+def rate_limited_then_ok() -> Fixture:
+    text = "Suggest a name for a grey cat."
+    talk = Conversation(text)
+    talk.exchange(RATE_LIMIT, status=429, note="HTTP 429 with business code 1302: retryable")
+    talk.exchange(RATE_LIMIT, status=429, note="the same request again, rate-limited again")
+    answer = "How about Ash? It suits a grey cat and is easy to call."
+    talk.exchange(completion("cat", answer, reasoning="A short, fitting name."))
+    return fixture(
+        "rate_limited_then_ok",
+        "429/1302 twice, then success: identical requests replay in order and the client's "
+        "retry policy gets through.",
+        text,
+        talk,
+        content=answer,
+        stop_reason="completed",
+        rounds=1,
+    )
+
+
+def insufficient_balance() -> Fixture:
+    text = "Write a haiku about the sea."
+    talk = Conversation(text)
+    talk.exchange(
+        _error("1113", "Your account is in arrears, please recharge and try again"),
+        status=429,
+        note="HTTP 429 like a rate limit, but 1113 must not be retried",
+    )
+    return fixture(
+        "insufficient_balance",
+        "1113 (no balance) as HTTP 429: not retried; the error reaches the caller.",
+        text,
+        talk,
+        error={"type": "InsufficientBalanceError", "code": "1113"},
+    )
+
+
+def content_filter() -> Fixture:
+    text = "Repeat the phrase the moderation filter blocks."
+    talk = Conversation(text)
+    talk.exchange(
+        _error(
+            "1301",
+            "System detected potentially unsafe or sensitive content in input or generation. "
+            "Please avoid using prompts that may generate sensitive content. Thank you for your "
+            "cooperation.",
+        ),
+        status=400,
+    )
+    return fixture(
+        "content_filter",
+        "1301 (unsafe content): the persona ends the turn with a short notice and "
+        "stop_reason content_filter.",
+        text,
+        talk,
+        content=CONTENT_FILTER_NOTICE,
+        stop_reason="content_filter",
+    )
+
+
+def stream_broken() -> Fixture:
+    text = "Tell me a short story about a lighthouse keeper."
+    talk = Conversation(text, stream=True)
+    story = (
+        "Every night for forty years, Mara climbed the hundred steps of the lighthouse and lit "
+        "the lamp. One stormy evening a small boat answered its light with three short flashes, "
+        "and she knew her brother had finally come home."
+    )
+    talk.exchange(
+        completion("story", story, reasoning="A gentle, short story.", usage=(60, 70, 6)),
+        faults=[{"kind": "break_stream", "after_events": 4, "times": 1}],
+        note="the connection drops after four events; a second attempt streams it whole",
+    )
+    return fixture(
+        "stream_broken",
+        "A stream broken mid-way (the connection drops after four events, once): the text "
+        "already shown cannot be retried, so the turn fails with a connection error.",
+        text,
+        talk,
+        error={"type": "APIConnectionError"},
+    )
+
+
+def reasoning_with_tools() -> Fixture:
+    text = "// how many minutes are in a fortnight?"
+    talk = Conversation(text, stream=True)
+    first = completion(
+        "fortnight-1",
+        "",
+        reasoning="A fortnight is 14 days. Minutes: 14 * 24 * 60. Use the calculator.",
+        calls=[call("fortnight", "calculate", {"expression": "14 * 24 * 60"}, 0, stream=True)],
+        usage=(700, 50, 20),
+    )
+    talk.exchange(first, note="streamed reasoning, then one complete tool call in one delta")
+    talk.run_tools(first)
+    final = "A fortnight has 20,160 minutes (14 days x 24 hours x 60 minutes)."
+    talk.exchange(
+        completion(
+            "fortnight-2", final, reasoning="The calculator says 20160.", usage=(780, 40, 8)
+        ),
+        note="the echoed assistant message carries reasoning_content unchanged",
+    )
+    return fixture(
+        "reasoning_with_tools",
+        "Streamed reasoning_content with a tool call; the next request echoes the reasoning "
+        "on the assistant tool-call message (interleaved thinking).",
+        text,
+        talk,
+        content=final,
+        stop_reason="completed",
+        rounds=2,
+        citations=[],
+    )
+
+
+def envelope_wrapped() -> Fixture:
+    text = "Say hello in French."
+    talk = Conversation(text)
+    inner = completion("envelope", "Bonjour !", reasoning="French greeting.", usage=(30, 10, 3))
+    talk.exchange(
+        {"code": 200, "msg": "Operation successful", "success": True, "data": inner},
+        note="a gateway wraps the completion in Zhipu's management-API envelope",
+    )
+    return fixture(
+        "envelope_wrapped",
+        "The {code, msg, success, data} envelope around a completion: the client unwraps it.",
+        text,
+        talk,
+        content="Bonjour !",
+        stop_reason="completed",
+        rounds=1,
+    )
+
+
+SCENARIOS: list[Callable[[], Fixture]] = [
+    plain_answer,
+    web_search_hello,
+    web_search_nanaimo,
+    web_search_nanaimo_stream,
+    web_search_tool_calls,
+    function_two_rounds,
+    parallel_calls,
+    sequential_rounds,
+    runaway_tool_calls,
+    rate_limited_then_ok,
+    insufficient_balance,
+    content_filter,
+    stream_broken,
+    reasoning_with_tools,
+    envelope_wrapped,
+]
+
+
+def build_all() -> dict[str, str]:
+    """File name -> JSON text of every bundled fixture."""
+    return {f"{scenario.__name__}.json": scenario().to_json() for scenario in SCENARIOS}
+
+
+def main(target: Path) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for name, text in build_all().items():
+        (target / name).write_text(text, encoding="utf-8")
+        print(f"wrote {target / name}")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else bundled_fixtures_dir())
