@@ -193,13 +193,44 @@ def test_run_refuses_before_binding(settings_for: Callable[..., Settings]) -> No
         run(settings_for(), "0.0.0.0", 0)
 
 
+class _Endless:
+    """Writes one piece of text, then waits forever: only a disconnect can end its turn."""
+
+    name = "endless"
+    description = ""
+
+    def __init__(self) -> None:
+        self.running = 0
+
+    async def respond(self, text: str, *, conversation_id: str | None = None) -> Any:
+        raise NotImplementedError
+
+    async def stream(self, text: str, *, conversation_id: str | None = None) -> Any:
+        from generic_framework.core.events import TextDelta
+
+        self.running += 1
+        try:
+            yield TextDelta(text="thinking")
+            await asyncio.Event().wait()
+        finally:
+            self.running -= 1
+
+
 @pytest.fixture
-def live_server(settings_for: Callable[..., Settings], store: Any) -> Iterator[tuple[str, int]]:
+def endless() -> _Endless:
+    return _Endless()
+
+
+@pytest.fixture
+def live_server(
+    settings_for: Callable[..., Settings], store: Any, endless: _Endless
+) -> Iterator[tuple[str, int]]:
     """The app under a real uvicorn in a thread, with a short head timeout."""
     from service_fakes import FakePersona
 
     settings = settings_for()
-    app = create_app(settings, personas={"scout": FakePersona()}, store=store)
+    personas = {"scout": FakePersona(), "endless": endless}
+    app = create_app(settings, personas=personas, store=store)
     config = uvicorn_config(app, settings, "127.0.0.1", 0, head_timeout=0.3, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -234,3 +265,18 @@ def test_oversized_headers_are_refused(live_server: tuple[str, int]) -> None:
 def test_a_normal_request_still_works(live_server: tuple[str, int]) -> None:
     host, port = live_server
     assert httpx.get(f"http://{host}:{port}/healthz").json() == {"status": "ok"}
+
+
+def test_a_client_that_disconnects_ends_its_turn(
+    live_server: tuple[str, int], endless: _Endless
+) -> None:
+    host, port = live_server
+    body = {"model": "endless", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    with httpx.stream("POST", f"http://{host}:{port}/v1/chat/completions", json=body) as response:
+        lines = response.iter_lines()
+        assert next(lines).startswith("data: ")
+        assert endless.running == 1
+    deadline = time.monotonic() + 5
+    while endless.running:
+        assert time.monotonic() < deadline, "the turn went on after the client left"
+        time.sleep(0.01)
