@@ -613,8 +613,14 @@ async def test_web_search_empty_results_are_fine(make_client: MakeClient) -> Non
 
 class ClosingTransport(httpx.MockTransport):
     def __init__(self, body: dict[str, Any]) -> None:
-        super().__init__(lambda request: httpx.Response(200, json=body))
+        super().__init__(self.answer)
+        self.body = body
         self.closed = False
+        self.requests: list[httpx.Request] = []
+
+    def answer(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return httpx.Response(200, json=self.body)
 
     async def aclose(self) -> None:
         self.closed = True
@@ -631,6 +637,8 @@ async def test_borrowed_http_client_is_not_closed(payload: Load, fake_key: str) 
 
     assert not http.is_closed
     assert not transport.closed
+    assert transport.requests[0].headers["authorization"] == f"Bearer {fake_key}"
+    assert "authorization" not in http.headers  # the borrowed client was not altered
     response = await http.get("https://zai.test/still-usable")
     assert response.status_code == 200
     await http.aclose()

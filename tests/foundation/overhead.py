@@ -1,0 +1,124 @@
+"""Measure the CPU cost of GLMClient.chat() against a bare httpx post + json.loads loop.
+
+Not a test (nothing is asserted): run it by hand and compare the numbers.
+
+    .venv/bin/python tests/foundation/overhead.py [--calls 2000] [--rounds 5]
+
+Both loops talk to the same ``httpx.MockTransport`` returning the same canned completion, so
+the difference is what the client adds: request serialisation, the retry policy, the
+concurrency slot, the timeout guard and pydantic validation. The best of several rounds of
+``time.process_time`` is reported, which filters out noise from other processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+
+import httpx
+
+from generic_framework.client import GLMClient
+from generic_framework.config import Settings
+from generic_framework.messages import ChatCompletion, ChatRequest, SystemMessage, UserMessage
+
+URL = "https://zai.test/api/paas/v4/chat/completions"
+BODY = json.dumps(
+    {
+        "id": "20260520090000aa00bb11cc22dd33",
+        "request_id": "20260520090000aa00bb11cc22dd33",
+        "created": 1780000000,
+        "model": "glm-4.7",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": "The late ferry leaves at 23:40 on Fridays. " * 6,
+                    "reasoning_content": "The timetable page lists a Friday sailing. " * 10,
+                },
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 120,
+            "completion_tokens": 80,
+            "total_tokens": 200,
+            "prompt_tokens_details": {"cached_tokens": 40},
+            "completion_tokens_details": {"reasoning_tokens": 50},
+        },
+    }
+).encode()
+MESSAGES = [
+    {"role": "system", "content": "You are Tomas, a travel desk clerk. Be brief."},
+    {"role": "user", "content": "When does the late ferry leave on Fridays?"},
+]
+
+
+def handler(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, content=BODY, headers={"content-type": "application/json"})
+
+
+async def raw_loop(calls: int) -> None:
+    headers = {"Authorization": "Bearer k", "Content-Type": "application/json"}
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+        for _ in range(calls):
+            body = json.dumps({"model": "glm-4.7", "messages": MESSAGES}).encode()
+            response = await http.post(URL, content=body, headers=headers)
+            json.loads(response.content)
+
+
+async def client_loop(calls: int) -> None:
+    settings = Settings(api_key="k", base_url=URL.removesuffix("/chat/completions"))
+    request = ChatRequest(
+        model="glm-4.7",
+        messages=[SystemMessage(**MESSAGES[0]), UserMessage(**MESSAGES[1])],
+    )
+    async with GLMClient(settings, transport=httpx.MockTransport(handler)) as client:
+        for _ in range(calls):
+            await client.chat(request)
+
+
+async def parse_only(calls: int) -> None:
+    for _ in range(calls):
+        ChatCompletion.model_validate_json(BODY)
+
+
+async def json_only(calls: int) -> None:
+    for _ in range(calls):
+        json.loads(BODY)
+
+
+def best(loop: Callable[[int], Awaitable[None]], calls: int, rounds: int) -> float:
+    """Best per-call CPU seconds over ``rounds`` runs."""
+    results = []
+    for _ in range(rounds):
+        started = time.process_time()
+        asyncio.run(loop(calls))
+        results.append((time.process_time() - started) / calls)
+    return min(results)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    raw = best(raw_loop, args.calls, args.rounds)
+    ours = best(client_loop, args.calls, args.rounds)
+    validate = best(parse_only, args.calls, args.rounds)
+    loads = best(json_only, args.calls, args.rounds)
+    print(f"calls per round: {args.calls}, rounds: {args.rounds} (best round shown)")
+    print(f"raw httpx post + json.loads : {raw * 1e6:7.1f} us/call")
+    print(f"GLMClient.chat              : {ours * 1e6:7.1f} us/call")
+    print(f"ratio                       : {ours / raw:7.2f}x  (+{(ours - raw) * 1e6:.1f} us)")
+    print(f"  of which json.loads       : {loads * 1e6:7.1f} us/call")
+    print(f"  ChatCompletion validation : {validate * 1e6:7.1f} us/call")
+
+
+if __name__ == "__main__":
+    main()
