@@ -127,8 +127,9 @@ async def _streamed(
 async def chat_completions(request: Request) -> Response:
     """``POST /v1/chat/completions``: OpenAI's request and response; ``model`` = persona.
 
-    Only the last message (which must be the user's) is sent to the persona; see
-    :func:`generic_framework.service.history.request_history` for what happens to the rest.
+    Only the last message (which must be the user's) is sent to the persona. Earlier messages
+    are ignored unless ``conversation_id`` (an extension) names a server-held conversation, whose
+    stored history is then used and extended (docs/design/0602).
     """
     state = state_of(request)
     body = await _parse(request, ChatCompletionRequest)

@@ -164,6 +164,22 @@ def _build_state(
     return ServiceState(settings=settings, personas=dict(personas), store=store, closers=closers)
 
 
+def _lifespan(state: ServiceState) -> Any:
+    """At shutdown, close what the service opened (the GLM client, then the store)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            for close in state.closers:
+                result = close()
+                if inspect.isawaitable(result):
+                    await result
+
+    return lifespan
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -187,17 +203,6 @@ def create_app(
     """
     settings = settings if settings is not None else Settings()
     state = _build_state(settings, personas, store, client)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            for close in state.closers:
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
-
     app = Starlette(
         routes=_routes(),
         middleware=_middleware(settings),
@@ -206,7 +211,7 @@ def create_app(
             HTTPException: _http_error,
             Exception: _service_error,
         },
-        lifespan=lifespan,
+        lifespan=_lifespan(state),
     )
     app.state.service = state
     return app

@@ -85,12 +85,6 @@ _STREAM_DOC = (
 
 
 def _paths() -> dict[str, Any]:
-    conversation_id = {
-        "name": "conversation_id",
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "pattern": CONVERSATION_ID_PATTERN},
-    }
     sse = {"text/event-stream": {"schema": {"type": "string"}}}
     return {
         "/healthz": {"get": _op("Liveness", {"200": _ok(HealthOut)}, public=True)},
@@ -115,6 +109,18 @@ def _paths() -> dict[str, Any]:
                 body=ChatCompletionRequest,
             )
         },
+        **_conversation_paths(sse),
+    }
+
+
+def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
+    conversation_id = {
+        "name": "conversation_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": CONVERSATION_ID_PATTERN},
+    }
+    return {
         "/v1/conversations/{conversation_id}/messages": {
             "post": _op(
                 "One turn of a server-held conversation",
