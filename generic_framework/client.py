@@ -152,23 +152,27 @@ class GLMClient:
         """
         body = request.model_copy(update={"stream": True}).to_wire()
         _log_payload("stream request", body)
-        async with self._slots:
-            response, events = await self._policy.call(lambda: self._open_stream(body))
+        # Each attempt takes a concurrency slot (no slot is held while waiting to retry); the
+        # successful one keeps it until the stream is finished or abandoned.
+        response, events = await self._policy.call(lambda: self._open_stream(body))
+        try:
+            assembler = StreamAssembler()
+            async for data in events:
+                if data == DONE:
+                    break
+                for event in _fold_event(assembler, data):
+                    yield event
+            if not assembler.finished:
+                raise APIConnectionError("the stream ended before its final chunk")
+            completion = assembler.completion()
+            _check_finish(completion.finish_reason, completion.id)
+            yield StreamCompleted(completion=completion)
+        finally:
             try:
-                assembler = StreamAssembler()
-                async for data in events:
-                    if data == DONE:
-                        break
-                    for event in _fold_event(assembler, data):
-                        yield event
-                if not assembler.finished:
-                    raise APIConnectionError("the stream ended before its final chunk")
-                completion = assembler.completion()
-                _check_finish(completion.finish_reason, completion.id)
-                yield StreamCompleted(completion=completion)
-            finally:
                 await events.aclose()
                 await response.aclose()
+            finally:
+                self._slots.release()
 
     async def web_search(
         self,
@@ -208,6 +212,15 @@ class GLMClient:
         return response
 
     async def _open_stream(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
+        """Take a slot and open the stream; on failure give the slot back."""
+        await self._slots.acquire()
+        try:
+            return await self._first_event(body)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def _first_event(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
         """Open the stream and read up to its first event, so failures before it are retried."""
         request = self._http.build_request(
             "POST", self._chat_url, content=body, headers=self._headers
@@ -216,10 +229,10 @@ class GLMClient:
         events: AsyncGenerator[str, None] | None = None
         try:
             if response.status_code >= 400:
-                raw = await _translate(response.aread)
+                raw = await _translate(response.aread, _read_timeout(response))
                 raise _status_error(response.status_code, response.headers, raw)
             if _is_document(response):
-                await _translate(response.aread)
+                await _translate(response.aread, _read_timeout(response))
                 events = _replay(_parse_model(response, ChatCompletion))
             else:
                 events = _sse_events(response)

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from generic_framework import retry
 from generic_framework.client import GLMClient
 from generic_framework.config import Settings
 from generic_framework.errors import (
@@ -544,4 +545,29 @@ async def test_concurrency_slot_is_released_after_each_stream(
     for _ in range(3):
         await asyncio.wait_for(collect(client), timeout=2)
 
+    assert len(script.requests) == 3
+
+
+async def test_no_slot_is_held_while_a_stream_waits_to_retry(
+    make_client: MakeClient,
+    sse: LoadSSE,
+    payload: Callable[[str], dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    busy = httpx.Response(429, json={"error": {"code": "1302", "message": "busy"}})
+    answer = httpx.Response(200, json=payload("answer_plain.json")["body"])
+    client, script = make_client(
+        busy, answer, sse_response(sse("stream_plain.sse")), llm_max_concurrency=1
+    )
+    chats: list[str | None] = []
+
+    async def chat_while_waiting(seconds: float) -> None:
+        chats.append((await client.chat(REQUEST)).message.content)  # needs the only slot
+
+    monkeypatch.setattr(retry, "sleep", chat_while_waiting)
+    async with asyncio.timeout(5):
+        events = await collect(client)
+
+    assert chats == ["Takk fyrir!"]
+    assert completed(events).completion.message.content == "Takk fyrir!"
     assert len(script.requests) == 3
