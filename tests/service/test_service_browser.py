@@ -84,7 +84,10 @@ def test_web_search_question_answered_with_source_links(browser: Any, tmp_path: 
         )
         user = browser.find_element(By.CSS_SELECTOR, ".msg.user").text
         text = answer.find_element(By.CSS_SELECTOR, ".text").text
-        links = answer.find_elements(By.CSS_SELECTOR, ".sources a")
+        links = [
+            (a.get_attribute("href"), a.get_attribute("rel"))
+            for a in answer.find_elements(By.CSS_SELECTOR, ".sources a")
+        ]
         screenshot = tmp_path / "web-page-answer.png"
         browser.save_screenshot(str(screenshot))
         print(f"\nscreenshot: {screenshot}\npage answer: {text}")
@@ -101,11 +104,17 @@ def test_web_search_question_answered_with_source_links(browser: Any, tmp_path: 
         )
         tool_answer = browser.find_element(By.CSS_SELECTOR, f"{second} .text").text
 
+        # A reload keeps the tab's conversation: the stored questions and answers come back.
+        browser.refresh()
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#log .msg")) == 4)
+        restored = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#log .msg")]
+
     assert user == "// what's the weather in Nanaimo?"
     assert "Nanaimo" in text and "[1]" in text
-    assert [link.get_attribute("href") for link in links][:1] == [
-        "https://weather.example.ca/city/nanaimo"
-    ]
-    assert links[0].get_attribute("rel") == "noopener noreferrer"
+    assert links[0] == ("https://weather.example.ca/city/nanaimo", "noopener noreferrer")
+    assert len(links) == 3
     assert screenshot.stat().st_size > 1000
     assert "397.8" in tool_answer
+    assert restored[0] == "what's the weather in Nanaimo?"  # stored without the `//`
+    assert restored[1] == text
+    assert "397.8" in restored[3]

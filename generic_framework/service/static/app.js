@@ -73,9 +73,24 @@ async function loadPersonas() {
       return option;
     }));
     if (!body.data.length) setStatus("No personas are configured on the server.");
+    await restoreConversation();
   } catch (error) {
     if (error instanceof AuthNeeded) askToken(loadPersonas);
     else setStatus("Could not list the personas: " + error.message);
+  }
+}
+
+async function restoreConversation() {
+  // After a reload: show the stored turns (questions and final answers) of this tab's conversation.
+  const response = await api(`/v1/conversations/${encodeURIComponent(state.conversation)}`);
+  if (!response.ok) return;
+  const body = await response.json();
+  $("log").replaceChildren();
+  for (const message of body.messages) {
+    if (message.role === "user") addMessage("user", message.content);
+    else if (message.role === "assistant" && !message.tool_calls && message.content) {
+      addMessage("assistant", message.content);
+    }
   }
 }
 
