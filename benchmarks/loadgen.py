@@ -1,0 +1,86 @@
+"""A lean HTTP/1.1 load generator for scenario 6 (``python -m benchmarks.loadgen``).
+
+Keep-alive connections, one pre-encoded request replayed in a loop, responses read just far
+enough to find their end (``Content-Length`` or the chunked terminator), so the server under test,
+not this process, is the bottleneck. Prints one JSON line: requests, seconds, requests per second,
+this process's CPU share, and the status codes seen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections import Counter
+
+
+async def _response(reader: asyncio.StreamReader) -> int:
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head[9:12])
+    lower = head.lower()
+    at = lower.find(b"content-length:")
+    if at >= 0:
+        end = lower.find(b"\r\n", at)
+        await reader.readexactly(int(lower[at + 15 : end]))
+        return status
+    while True:  # chunked
+        size = int((await reader.readuntil(b"\r\n")).strip(), 16)
+        await reader.readexactly(size + 2)
+        if size == 0:
+            return status
+
+
+async def _worker(port: int, request: bytes, until: float, statuses: Counter[int]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while time.perf_counter() < until:
+            writer.write(request)
+            statuses[await _response(reader)] += 1
+    finally:
+        writer.close()
+
+
+async def run(args: argparse.Namespace) -> dict[str, object]:
+    """Replay the request on ``connections`` connections for ``duration`` seconds."""
+    with open(args.body, "rb") as handle:
+        body = handle.read()
+    request = (
+        f"POST {args.path} HTTP/1.1\r\nhost: 127.0.0.1:{args.port}\r\n"
+        f"authorization: Bearer bench-key\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    statuses: Counter[int] = Counter()
+    reader, writer = await asyncio.open_connection("127.0.0.1", args.port)
+    writer.write(request)  # one request first: the server's lazy set-up is not measured
+    await asyncio.wait_for(_response(reader), 30)
+    writer.close()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    until = wall0 + args.duration
+    await asyncio.gather(
+        *(_worker(args.port, request, until, statuses) for _ in range(args.connections))
+    )
+    wall = time.perf_counter() - wall0
+    done = sum(statuses.values())
+    return {
+        "ok": True,
+        "requests": done,
+        "rps": done / wall,
+        "client_cpu_pct": (time.process_time() - cpu0) / wall * 100,
+        "statuses": {str(k): v for k, v in statuses.items()},
+    }
+
+
+def main() -> None:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--path", default="/api/paas/v4/chat/completions")
+    parser.add_argument("--body", required=True, help="file with the JSON request body")
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--duration", type=float, default=3.0)
+    print(json.dumps(asyncio.run(run(parser.parse_args()))), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Scenario 6: the project's mock replaying a recorded exchange, JSON and SSE, on one core."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from benchmarks.runner import (
+    CLIENT_CPU,
+    ROOT,
+    SERVER_CPU,
+    child_env,
+    has_module,
+    log,
+    pinned,
+    summary,
+)
+from benchmarks.scenarios import Config, Row
+
+FIXTURE = ROOT / "generic_framework" / "mock" / "fixtures" / "plain_answer.json"
+
+
+@contextlib.contextmanager
+def _mock() -> Iterator[int]:
+    cmd = [sys.executable, "-m", "benchmarks.mock_server", str(FIXTURE)]
+    proc = subprocess.Popen(
+        pinned(cmd, SERVER_CPU),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        line = proc.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"the mock did not start: {line!r}")
+        yield int(line.split()[1])
+    finally:
+        try:
+            proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _load(port: int, body: Path, duration: float) -> dict[str, object]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.loadgen",
+        f"--port={port}",
+        f"--body={body}",
+        f"--duration={duration}",
+    ]
+    done = subprocess.run(
+        pinned(cmd, CLIENT_CPU),
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=ROOT,
+        timeout=duration + 60,
+        check=False,
+    )
+    try:
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (IndexError, ValueError):
+        return {"ok": False, "error": (done.stderr or done.stdout)[-300:]}
+
+
+def mock_rps(cfg: Config) -> list[Row]:
+    """Requests per second of the mock replaying a one-exchange fixture."""
+    if not has_module(sys.executable, "generic_framework.mock.server") or not FIXTURE.exists():
+        return [Row("6", "mock", "generic_framework.mock", {}, "skipped: the mock is not there")]
+    request = json.loads(FIXTURE.read_text(encoding="utf-8"))["exchanges"][0]["request"]["body"]
+    results = Path(cfg.results_dir)
+    rows = []
+    duration = 0.5 if cfg.quick else 3.0
+    with _mock() as port:
+        for stream in (False, True):
+            body = results / f"mock-body-{'sse' if stream else 'json'}.json"
+            body.write_text(json.dumps({**request, "stream": stream}), encoding="utf-8")
+            label = f"mock, {'SSE' if stream else 'JSON'}, plain answer"
+            log(f"[6] {label}")
+            runs = [_load(port, body, duration) for _ in range(cfg.reps)]
+            good = [r for r in runs if r.get("ok") and set(dict(r["statuses"])) == {"200"}]  # type: ignore[call-overload]
+            note = "" if len(good) == len(runs) else f"failed: {runs[0]}"[:300]
+            metrics = {
+                "rps": summary([float(r["rps"]) for r in good]),  # type: ignore[arg-type]
+                "client_cpu_pct": summary([float(r["client_cpu_pct"]) for r in good]),  # type: ignore[arg-type]
+            }
+            rows.append(Row("6", f"mock_{'sse' if stream else 'json'}", label, metrics, note))
+    return rows

@@ -1,0 +1,90 @@
+"""Scenario 7: where a sequential conversation's CPU goes (cProfile, plus pyinstrument if present).
+
+The profile files land in the results directory; the summary attributes each function's own time
+to the package it lives in, for the Persona (or the GLMClient loop) and for raw httpx.
+"""
+
+from __future__ import annotations
+
+import pstats
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks.runner import ClientRun, Server, has_module, log
+from benchmarks.scenarios import Config, Row, python_for
+
+_GROUPS = (
+    ("generic_framework", "/generic_framework/"),
+    ("benchmarks (job, tool)", "/benchmarks/"),
+    ("pydantic", "/pydantic"),
+    ("httpx", "/httpx/"),
+    ("httpcore", "/httpcore/"),
+    ("h11", "/h11/"),
+    ("anyio", "/anyio/"),
+    ("asyncio", "/asyncio/"),
+    ("json", "/json/"),
+)
+
+
+def _group(filename: str, name: str) -> str:
+    for group, marker in _GROUPS:
+        if marker in filename:
+            return group
+    if filename == "~" and "pydantic_core" in name:
+        return "pydantic"
+    if filename == "~":
+        return "builtins (" + name.rsplit(" of ", maxsplit=1)[-1].strip("<>'") + ")"
+    return "other"
+
+
+def breakdown(profile: Path) -> tuple[float, dict[str, float], list[tuple[str, float, int]]]:
+    """Total seconds, seconds per package, and the top functions by own time."""
+    stats = pstats.Stats(str(profile))
+    raw = stats.stats  # type: ignore[attr-defined]
+    groups: dict[str, float] = defaultdict(float)
+    functions = []
+    total = 0.0
+    for (filename, line, name), (_, calls, own, _cum, _) in raw.items():
+        total += own
+        groups[_group(filename, name)] += own
+        short = filename.split("site-packages/")[-1].split("/main/")[-1]
+        functions.append((f"{short}:{line}({name})", own, calls))
+    functions.sort(key=lambda f: f[1], reverse=True)
+    return total, dict(groups), functions[:15]
+
+
+def profile(cfg: Config, results: Path) -> tuple[list[Row], str]:
+    """Profile the library's sequential job and raw httpx's; return rows and a text summary."""
+    subject = "persona" if python_for("persona") else "glmclient"
+    text = []
+    rows = []
+    with Server().running() as url:
+        for client in (subject, "raw_httpx"):
+            log(f"[7] profile: {client}")
+            target = results / f"profile-{client}.prof"
+            run = ClientRun(client, "sequential", cfg.seq_n, cfg.seq_warmup, profile=str(target))
+            python = python_for(client) or sys.executable
+            result = run.once(python, url)
+            if not result.get("ok"):
+                rows.append(Row("7", client, client, {}, f"failed: {result.get('error')}"))
+                continue
+            total, groups, top = breakdown(target)
+            per_conv = total / cfg.seq_n * 1000
+            share = {g: s / total * 100 for g, s in sorted(groups.items(), key=lambda i: -i[1])}
+            rows.append(Row("7", client, client, {"profiled_ms": {"median": per_conv}}))
+            text.append(f"### {client}: {per_conv:.2f} ms per conversation under cProfile\n")
+            text.append("| package | share of own time |\n|---|---|")
+            text.extend(f"| {g} | {p:.1f}% |" for g, p in share.items() if p >= 0.5)
+            text.append("\n| function | own ms/conv | calls/conv |\n|---|---|---|")
+            text.extend(
+                f"| `{name}` | {own / cfg.seq_n * 1000:.3f} | {calls / cfg.seq_n:.1f} |"
+                for name, own, calls in top
+            )
+            text.append("")
+            if has_module(python, "pyinstrument") and not cfg.quick:
+                tree = results / f"profile-{client}.txt"
+                ClientRun(client, "sequential", cfg.seq_n, cfg.seq_warmup, profile=str(tree)).once(
+                    python, url
+                )
+    return rows, "\n".join(text)

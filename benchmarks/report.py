@@ -1,0 +1,197 @@
+"""Markdown tables and the target checks of a harness run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from benchmarks.scenarios import Row
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One target: what it asks, what was measured, and whether it was met (None: not measured)."""
+
+    target: str
+    measured: str
+    met: bool | None
+
+
+def cell(stats: dict[str, float] | None, digits: int = 2) -> str:
+    """``median (min-max)``, or a dash."""
+    if not stats:
+        return "-"
+    if "min" not in stats or stats.get("n", 1) <= 1 or stats["min"] == stats["max"]:
+        return f"{stats['median']:.{digits}f}"
+    return f"{stats['median']:.{digits}f} ({stats['min']:.{digits}f}-{stats['max']:.{digits}f})"
+
+
+def table(rows: Iterable[Row], columns: list[tuple[str, str, int]]) -> str:
+    """A markdown table: one line per row, one column per (metric, heading, digits)."""
+    head = "| client | " + " | ".join(h for _, h, _ in columns) + " | note |"
+    rule = "|---|" + "---|" * len(columns) + "---|"
+    lines = [head, rule]
+    for row in rows:
+        cells = " | ".join(cell(row.metrics.get(m), d) for m, _, d in columns)
+        lines.append(f"| {row.label} | {cells} | {row.note} |")
+    return "\n".join(lines)
+
+
+def _median(rows: list[Row], key: str, metric: str) -> float | None:
+    for row in rows:
+        if row.key == key and row.metrics.get(metric):
+            return row.metrics[metric]["median"]  # type: ignore[index]
+    return None
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return f"{a / b:.2f}x" if a is not None and b else "-"
+
+
+def verdicts(rows: list[Row]) -> list[Verdict]:
+    """Check every target of the benchmark plan against this run's medians."""
+    out: list[Verdict] = []
+    seq = [r for r in rows if r.scenario == "1"]
+    subject = "persona" if _median(seq, "persona", "cpu_ms") is not None else "glmclient"
+    floor = _median(seq, "raw_httpx", "cpu_ms")
+    mine = _median(seq, subject, "cpu_ms")
+    if mine is not None and floor:
+        out.append(
+            Verdict(
+                f"1. {subject} CPU <= 1.15x raw httpx", _ratio(mine, floor), mine <= 1.15 * floor
+            )
+        )
+        peers = [
+            (r.label, r.metrics["cpu_ms"]["median"])
+            for r in seq  # type: ignore[index]
+            if r.key not in ("raw_httpx", "persona", "glmclient") and r.metrics.get("cpu_ms")
+        ]
+        if peers:
+            best = min(peers, key=lambda p: p[1])
+            out.append(
+                Verdict(
+                    f"1. {subject} CPU below every peer",
+                    f"{mine:.2f} ms vs best peer {best[0]} {best[1]:.2f} ms",
+                    mine < best[1],
+                )
+            )
+    out.extend(_concurrency_verdicts([r for r in rows if r.scenario == "2"]))
+    par = _median(rows, "persona", "conversation_ms")
+    if par is not None:
+        out.append(
+            Verdict(
+                "3. round with 4 x 200 ms tools <= 240 ms",
+                f"{par:.0f} ms (whole conversation)",
+                par <= 240,
+            )
+        )
+    for key in ("glmclient", "persona"):
+        first = _median([r for r in rows if r.scenario == "4"], key, "first_ms")
+        if first is not None:
+            out.append(
+                Verdict(f"4. {key}: first text delta <= 5 ms", f"{first:.2f} ms", first <= 5)
+            )
+    out.extend(_startup_verdicts([r for r in rows if r.scenario == "5"]))
+    return out
+
+
+def _concurrency_verdicts(conc: list[Row]) -> list[Verdict]:
+    out = []
+    ref = _median(conc, "raw_httpx", "wall_s")
+    ref_rss = _median(conc, "raw_httpx", "rss_mb")
+    for key in ("glmclient", "persona", "glmclient_sharded", "glmclient_httpx2"):
+        wall = _median(conc, key, "wall_s")
+        rss = _median(conc, key, "rss_mb")
+        if wall is None or not ref or rss is None or not ref_rss:
+            continue
+        out.append(
+            Verdict(
+                f"2. {key}: wall <= 0.8x raw httpx default pool",
+                _ratio(wall, ref),
+                wall <= 0.8 * ref,
+            )
+        )
+        out.append(
+            Verdict(
+                f"2. {key}: peak RSS <= 1.3x raw httpx", _ratio(rss, ref_rss), rss <= 1.3 * ref_rss
+            )
+        )
+    return out
+
+
+def _startup_verdicts(start: list[Row]) -> list[Verdict]:
+    out = []
+    imp = _median(start, "import:generic_framework", "ms")
+    if imp is not None:
+        out.append(Verdict("5. import generic_framework <= 150 ms", f"{imp:.0f} ms", imp <= 150))
+    persona = _median(start, "import:generic_framework.core.persona", "ms")
+    if persona is not None:
+        out.append(
+            Verdict("5. (also) import of Persona <= 150 ms", f"{persona:.0f} ms", persona <= 150)
+        )
+    cli = _median(start, "cli_help", "ms")
+    if cli is not None:
+        out.append(Verdict("5. generic-framework --help <= 300 ms", f"{cli:.0f} ms", cli <= 300))
+    raw = _median(start, "first:raw_httpx", "ms")
+    for key in ("first:glmclient", "first:persona"):
+        mine = _median(start, key, "ms")
+        if mine is not None and raw:
+            out.append(
+                Verdict(
+                    f"5. {key.split(':')[1]}: spawn to first answer <= 1.3x raw",
+                    _ratio(mine, raw),
+                    mine <= 1.3 * raw,
+                )
+            )
+    return out
+
+
+def verdict_table(items: list[Verdict]) -> str:
+    """The targets as a markdown table."""
+    lines = ["| target | measured | met |", "|---|---|---|"]
+    for v in items:
+        met = "n/a" if v.met is None else ("met" if v.met else "**not met**")
+        lines.append(f"| {v.target} | {v.measured} | {met} |")
+    return "\n".join(lines)
+
+
+SECTIONS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
+    "1": (
+        "1. Client CPU per two-round conversation (sequential, zero latency)",
+        [("cpu_ms", "CPU ms/conv", 3), ("wall_ms", "wall ms/conv", 3)],
+    ),
+    "2": (
+        "2. Concurrent conversations (server latency per answer)",
+        [("wall_s", "wall s", 2), ("cpu_s", "client CPU s", 2), ("rss_mb", "peak RSS MB", 1)],
+    ),
+    "3": (
+        "3. Parallel tools (4 calls, 200 ms each, one round)",
+        [("conversation_ms", "conversation ms", 1), ("round_ms", "round ms", 1)],
+    ),
+    "4": (
+        "4. Streaming",
+        [
+            ("first_ms", "first delta ms", 3),
+            ("chunk_us", "CPU us/extra chunk", 1),
+            ("cpu_ms", "CPU ms/conv (1 chunk)", 3),
+        ],
+    ),
+    "5": ("5. Start-up", [("ms", "ms", 1)]),
+    "6": (
+        "6. The mock (requests per second, one core)",
+        [("rps", "requests/s", 0), ("client_cpu_pct", "load generator CPU %", 0)],
+    ),
+    "7": ("7. Profile of scenario 1", [("profiled_ms", "ms/conv under cProfile", 2)]),
+}
+
+
+def render(rows: list[Row], header: str, profile_text: str) -> str:
+    """The whole run as markdown."""
+    parts = [header, "## Targets\n", verdict_table(verdicts(rows)), ""]
+    for scenario, (title, columns) in SECTIONS.items():
+        mine = [r for r in rows if r.scenario == scenario]
+        if mine:
+            parts += [f"## {title}\n", table(mine, columns), ""]
+    if profile_text:
+        parts += ["## Where the time goes (cProfile, own time)\n", profile_text]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,145 @@
+"""Scenario 5: import time, ``generic-framework --help``, and spawn to first answer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.runner import (
+    CLIENT_CPU,
+    PEER_VENV,
+    ROOT,
+    ClientRun,
+    Server,
+    child_env,
+    has_module,
+    log,
+    pinned,
+    summary,
+)
+from benchmarks.scenarios import Config, Row, python_for
+
+IMPORTS: tuple[tuple[str, str], ...] = (
+    ("httpx", "httpx"),
+    ("generic_framework", "generic_framework"),
+    ("generic_framework.client", "GLMClient (generic_framework.client)"),
+    ("generic_framework.core.persona", "Persona (generic_framework.core.persona)"),
+    ("zai", "zai-sdk"),
+    ("openai", "openai"),
+    ("pydantic_ai", "pydantic-ai"),
+    ("litellm", "LiteLLM"),
+)
+_PEER_MODULES = {
+    "zai": "zai",
+    "openai": "openai",
+    "pydantic_ai": "pydantic_ai",
+    "litellm": "litellm",
+}
+_TIMER = "import time; t = time.perf_counter(); import {m}; print(time.perf_counter() - t)"
+
+
+def _spawn_wall(cmd: list[str]) -> float | None:
+    start = time.perf_counter()
+    done = subprocess.run(
+        pinned(cmd, CLIENT_CPU),
+        capture_output=True,
+        env=child_env(),
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    wall = time.perf_counter() - start
+    return wall if done.returncode == 0 else None
+
+
+def _import_time(python: str, module: str) -> float | None:
+    done = subprocess.run(
+        pinned([python, "-c", _TIMER.format(m=module)], CLIENT_CPU),
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    try:
+        return float(done.stdout.strip().splitlines()[-1]) * 1000
+    except (IndexError, ValueError):
+        return None
+
+
+def _python_with(module: str) -> str | None:
+    if has_module(sys.executable, module):
+        return sys.executable
+    peer = str(PEER_VENV / "bin" / "python")
+    return peer if Path(peer).exists() and has_module(peer, module) else None
+
+
+def import_rows(cfg: Config) -> list[Row]:
+    """In-process import time of each module, in a fresh interpreter per repetition."""
+    rows = []
+    wanted = {_PEER_MODULES[p] for p in cfg.peers if p in _PEER_MODULES}
+    for module, label in IMPORTS:
+        if module in _PEER_MODULES.values() and module not in wanted:
+            continue
+        log(f"[5] import {module}")
+        python = _python_with(module)
+        if python is None:
+            rows.append(Row("5", f"import:{module}", f"import {label}", {}, "not installed"))
+            continue
+        samples = [_import_time(python, module) for _ in range(cfg.startup_reps)]
+        note = "" if python == sys.executable else "run in the peers' environment"
+        rows.append(Row("5", f"import:{module}", f"import {label}", {"ms": _ms(samples)}, note))
+    return rows
+
+
+def _ms(samples: list[float | None]) -> dict[str, float] | None:
+    return summary(samples)
+
+
+def cli_rows(cfg: Config) -> list[Row]:
+    """Bare interpreter start, and ``generic-framework --help`` from spawn to exit."""
+    log("[5] interpreter and CLI start-up")
+    bare = [_spawn_wall([sys.executable, "-c", "pass"]) for _ in range(cfg.startup_reps)]
+    script = Path(sys.executable).parent / "generic-framework"
+    cli = [sys.executable, "-m", "generic_framework"] if not script.exists() else [str(script)]
+    helps = [_spawn_wall([*cli, "--help"]) for _ in range(cfg.startup_reps)]
+    return [
+        Row("5", "python", "python -c pass (interpreter floor)", {"ms": _walls(bare)}),
+        Row("5", "cli_help", "generic-framework --help", {"ms": _walls(helps)}),
+    ]
+
+
+def _walls(samples: list[float | None]) -> dict[str, float] | None:
+    return summary([None if s is None else s * 1000 for s in samples])
+
+
+def first_answer_rows(cfg: Config) -> list[Row]:
+    """Process spawn to first answer: import, build the client, one two-round conversation."""
+    rows = []
+    with Server().running() as url:
+        for client in ("raw_httpx", "glmclient", "persona"):
+            log(f"[5] spawn to first answer: {client}")
+            python = python_for(client)
+            if python is None:
+                rows.append(Row("5", f"first:{client}", client, {}, "not available"))
+                continue
+            run = ClientRun(client, "first_answer", 1, 0)
+            walls = []
+            errors = []
+            for _ in range(cfg.startup_reps):
+                result = run.once(python, url)
+                walls.append(result.get("spawn_wall") if result.get("ok") else None)
+                if not result.get("ok"):
+                    errors.append(str(result.get("error")))
+            label = f"spawn to first answer: {client}"
+            note = f"failed: {errors[0]}" if errors else ""
+            rows.append(Row("5", f"first:{client}", label, {"ms": _walls(walls)}, note))
+    return rows
+
+
+def startup(cfg: Config) -> list[Row]:
+    """All of scenario 5."""
+    return [*import_rows(cfg), *cli_rows(cfg), *first_answer_rows(cfg)]
