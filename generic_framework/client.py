@@ -14,7 +14,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
@@ -32,19 +32,21 @@ from generic_framework.errors import (
 )
 from generic_framework.messages import (
     ChatCompletion,
-    ChatCompletionChunk,
     ChatRequest,
-    ChunkChoice,
-    ContentDelta,
-    Delta,
-    ReasoningDelta,
     StreamCompleted,
     StreamEvent,
-    ToolCallDelta,
     WebSearchResponse,
 )
 from generic_framework.retry import RetryPolicy, parse_retry_after
-from generic_framework.sse import DONE, SSEDecoder, StreamAssembler
+from generic_framework.sse import (
+    DONE,
+    StreamAssembler,
+    check_error_frame,
+    event_data,
+    fold_chunk,
+    read_timeout,
+    replay,
+)
 
 __all__ = ["GLMClient"]
 
@@ -160,7 +162,7 @@ class GLMClient:
             async for data in events:
                 if data == DONE:
                     break
-                for event in _fold_event(assembler, data):
+                for event in fold_chunk(assembler, data):
                     yield event
             if not assembler.finished:
                 raise APIConnectionError("the stream ended before its final chunk")
@@ -229,15 +231,15 @@ class GLMClient:
         events: AsyncGenerator[str, None] | None = None
         try:
             if response.status_code >= 400:
-                raw = await _translate(response.aread, _read_timeout(response))
+                raw = await _translate(response.aread, read_timeout(response))
                 raise _status_error(response.status_code, response.headers, raw)
             if _is_document(response):
-                await _translate(response.aread, _read_timeout(response))
-                events = _replay(_parse_model(response, ChatCompletion))
+                await _translate(response.aread, read_timeout(response))
+                events = replay(_parse_model(response, ChatCompletion))
             else:
-                events = _sse_events(response)
+                events = event_data(response)
             first = await _translate(events.__anext__)
-            _check_error_frame(first)
+            check_error_frame(first)
         except BaseException as exc:
             if events is not None:
                 await events.aclose()
@@ -292,65 +294,10 @@ def _budget(request: httpx.Request) -> float | None:
     return total
 
 
-def _read_timeout(response: httpx.Response) -> float | None:
-    timeouts = response.request.extensions.get("timeout") or {}
-    value = timeouts.get("read")
-    return None if value is None else float(value)
-
-
 def _is_document(response: httpx.Response) -> bool:
     """True when a stream request was answered with a JSON or HTML document instead of SSE."""
     kind = response.headers.get("content-type", "").lower()
     return kind.startswith(("application/json", "text/html")) or "+json" in kind
-
-
-async def _sse_events(response: httpx.Response) -> AsyncGenerator[str, None]:
-    """Decode SSE ``data`` payloads; no byte for the read timeout -> ``httpx.ReadTimeout``."""
-    decoder = SSEDecoder()
-    idle = _read_timeout(response)
-    pieces = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
-    try:
-        while True:
-            try:
-                async with asyncio.timeout(idle):
-                    piece = await anext(pieces)
-            except StopAsyncIteration:
-                break
-            except TimeoutError:
-                raise httpx.ReadTimeout(
-                    f"the stream sent nothing for {idle:g}s", request=response.request
-                ) from None
-            for data in decoder.feed(piece):
-                yield data
-    finally:
-        await pieces.aclose()
-    for data in decoder.flush():
-        yield data
-
-
-async def _replay(completion: ChatCompletion) -> AsyncGenerator[str, None]:
-    """A whole completion (a server that ignored ``stream``) as one final chunk and [DONE]."""
-    message = completion.message
-    calls = [
-        ToolCallDelta(index=i, id=call.id, type=call.type, function=call.function)
-        for i, call in enumerate(message.tool_calls or ())
-    ]
-    delta = Delta(
-        role="assistant",
-        content=message.content,
-        reasoning_content=message.reasoning_content,
-        tool_calls=calls or None,
-    )
-    chunk = ChatCompletionChunk(
-        id=completion.id,
-        created=completion.created,
-        model=completion.model,
-        choices=[ChunkChoice(index=0, delta=delta, finish_reason=completion.finish_reason)],
-        usage=completion.usage,
-        web_search=completion.web_search,
-    )
-    yield chunk.model_dump_json(exclude_none=True)
-    yield DONE
 
 
 async def _prepend(first: str, rest: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
@@ -361,43 +308,10 @@ async def _prepend(first: str, rest: AsyncGenerator[str, None]) -> AsyncGenerato
                 data = await _translate(rest.__anext__)
             except StopAsyncIteration:
                 return
-            _check_error_frame(data)
+            check_error_frame(data)
             yield data
     finally:
         await rest.aclose()
-
-
-def _check_error_frame(data: str) -> None:
-    """Raise the typed error of a ``data: {"error": ...}`` frame (ZAI-PROTOCOL §4)."""
-    if not data.startswith("{") or '"error"' not in data[:40]:
-        return
-    try:
-        payload = json.loads(data)
-    except ValueError:
-        return
-    if not isinstance(payload, dict) or "choices" in payload:
-        return
-    err = payload.get("error")
-    if isinstance(err, dict):
-        message = str(err.get("message") or "the stream reported an error")
-        raise error_for(None, _code(err.get("code")), message)
-    if isinstance(err, str) and err:
-        raise error_for(None, None, err)
-
-
-def _fold_event(assembler: StreamAssembler, data: str) -> tuple[StreamEvent, ...]:
-    try:
-        chunk = ChatCompletionChunk.model_validate_json(data)
-    except ValidationError as exc:
-        raise ResponseValidationError("a stream chunk was not valid JSON", body=data) from exc
-    text, reasoning = assembler.add(chunk)
-    if text and reasoning:  # reasoning comes first in GLM's output order
-        return ReasoningDelta(text=reasoning), ContentDelta(text=text)
-    if text:
-        return (ContentDelta(text=text),)
-    if reasoning:
-        return (ReasoningDelta(text=reasoning),)
-    return ()
 
 
 def _check_finish(finish_reason: str | None, request_id: str | None) -> None:

@@ -4,12 +4,11 @@ What retries (decided by the business code first, see :func:`generic_framework.e
 connection errors, timeouts, HTTP 408/409/5xx, and HTTP 429 only for 1302/1303/1305/1312.
 Never 1113, 1214, 1261, 1301, 401 or 403.
 
-How long: exponential backoff with jitter (a uniform pick between half and all of 0.5 s doubling
-per attempt, capped at 8 s), at most
-``LLM_MAX_RETRIES`` retries and never past ``LLM_RETRY_DEADLINE`` seconds in total. A
-``Retry-After`` (seconds or an HTTP date) or ``retry-after-ms`` header from the server wins over
-the backoff, up to :data:`MAX_RETRY_AFTER` seconds. Each retry logs one WARNING line with its
-reason.
+How long: exponential backoff with jitter (a uniform pick between half and all of 0.5 s,
+doubling per attempt, capped at 8 s), at most ``LLM_MAX_RETRIES`` retries and never past
+``LLM_RETRY_DEADLINE`` seconds in total, counted from the first attempt. A ``Retry-After``
+(seconds or an HTTP date) or ``retry-after-ms`` header from the server wins over the backoff, up
+to :data:`MAX_RETRY_AFTER` seconds. Each retry logs one WARNING line with its reason.
 
 Tests call :func:`set_testing` to remove the waits while keeping the attempt counting, or replace
 :data:`sleep` to observe the waits without spending them.

@@ -6,26 +6,52 @@ payload of each complete event; any split of the same byte stream yields the sam
 into one :class:`~generic_framework.messages.ChatCompletion`: text and reasoning concatenated,
 ``tool_stream`` fragments joined by ``index`` (id and name kept from the first fragment that has
 them), and ``usage`` / ``web_search[]`` taken from the chunk that carries them (the last one).
+
+The functions at the end connect the two to an ``httpx`` response: :func:`event_data` reads the
+``data`` of each event with an idle bound, :func:`check_error_frame` turns an
+``{"error": ...}`` frame into its typed error, :func:`fold_chunk` turns a frame into stream
+events, and :func:`replay` presents a whole completion as a stream.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import json
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
+import httpx
+from pydantic import ValidationError
+
+from generic_framework.errors import ResponseValidationError, error_for
 from generic_framework.messages import (
     AssistantMessage,
     ChatCompletion,
     ChatCompletionChunk,
     Choice,
+    ChunkChoice,
+    ContentDelta,
+    Delta,
     FunctionCall,
+    ReasoningDelta,
+    StreamEvent,
     ToolCall,
     ToolCallDelta,
     Usage,
     WebSearchResult,
 )
 
-__all__ = ["DONE", "SSEDecoder", "StreamAssembler"]
+__all__ = [
+    "DONE",
+    "SSEDecoder",
+    "StreamAssembler",
+    "check_error_frame",
+    "event_data",
+    "fold_chunk",
+    "read_timeout",
+    "replay",
+]
 
 DONE = "[DONE]"
 
@@ -180,3 +206,101 @@ class StreamAssembler:
             usage=self.usage,
             web_search=self.web_search,
         )
+
+
+# ---------------------------------------------------------------------- over httpx
+
+
+def read_timeout(response: httpx.Response) -> float | None:
+    """The read timeout the response's request was sent with (None: no limit)."""
+    timeouts = response.request.extensions.get("timeout") or {}
+    value = timeouts.get("read")
+    return None if value is None else float(value)
+
+
+async def event_data(response: httpx.Response) -> AsyncGenerator[str, None]:
+    """Decode SSE ``data`` payloads; no byte for the read timeout -> ``httpx.ReadTimeout``."""
+    decoder = SSEDecoder()
+    idle = read_timeout(response)
+    pieces = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+    try:
+        while True:
+            try:
+                async with asyncio.timeout(idle):
+                    piece = await anext(pieces)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise httpx.ReadTimeout(
+                    f"the stream sent nothing for {idle:g}s", request=response.request
+                ) from None
+            for data in decoder.feed(piece):
+                yield data
+    finally:
+        await pieces.aclose()
+    for data in decoder.flush():
+        yield data
+
+
+async def replay(completion: ChatCompletion) -> AsyncGenerator[str, None]:
+    """A whole completion (a server that ignored ``stream``) as one final chunk and [DONE]."""
+    message = completion.message
+    calls = [
+        ToolCallDelta(index=i, id=call.id, type=call.type, function=call.function)
+        for i, call in enumerate(message.tool_calls or ())
+    ]
+    delta = Delta(
+        role="assistant",
+        content=message.content,
+        reasoning_content=message.reasoning_content,
+        tool_calls=calls or None,
+    )
+    chunk = ChatCompletionChunk(
+        id=completion.id,
+        created=completion.created,
+        model=completion.model,
+        choices=[ChunkChoice(index=0, delta=delta, finish_reason=completion.finish_reason)],
+        usage=completion.usage,
+        web_search=completion.web_search,
+    )
+    yield chunk.model_dump_json(exclude_none=True)
+    yield DONE
+
+
+def check_error_frame(data: str) -> None:
+    """Raise the typed error of a ``data: {"error": ...}`` frame; other data passes.
+
+    Z.AI reports most failures inside a 200 stream through ``finish_reason``, but gateways
+    and the official SDK also know a frame holding only an error object.
+    """
+    if not data.startswith("{") or '"error"' not in data[:40]:
+        return
+    try:
+        payload = json.loads(data)
+    except ValueError:
+        return
+    if not isinstance(payload, dict) or "choices" in payload:
+        return
+    err = payload.get("error")
+    if isinstance(err, dict):
+        message = str(err.get("message") or "the stream reported an error")
+        code = err.get("code")
+        raise error_for(None, None if code in (None, "") else str(code), message)
+    if isinstance(err, str) and err:
+        raise error_for(None, None, err)
+
+
+def fold_chunk(assembler: StreamAssembler, data: str) -> tuple[StreamEvent, ...]:
+    """Parse one frame into ``assembler``; return the events it gives the caller, in order."""
+    try:
+        chunk = ChatCompletionChunk.model_validate_json(data)
+    except ValidationError as exc:
+        raise ResponseValidationError("a stream chunk was not valid JSON", body=data) from exc
+    text, reasoning = assembler.add(chunk)
+    if text and reasoning:  # reasoning comes first in GLM's output order
+        return ReasoningDelta(text=reasoning), ContentDelta(text=text)
+    if text:
+        return (ContentDelta(text=text),)
+    if reasoning:
+        return (ReasoningDelta(text=reasoning),)
+    return ()
