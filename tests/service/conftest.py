@@ -15,8 +15,6 @@ from generic_framework.core.history import ConversationStore
 from generic_framework.retry import set_testing
 from generic_framework.service import create_app
 
-TOKEN = "test-token-0123456789"
-
 
 @pytest.fixture(autouse=True, scope="session")
 def _no_retry_waits() -> Iterator[None]:

@@ -11,6 +11,8 @@ from generic_framework.core.events import Done, PersonaEvent, RoundStarted, Text
 from generic_framework.core.reply import Citation, Reply
 from generic_framework.messages import AssistantMessage, Usage, UserMessage
 
+TOKEN = "test-token-0123456789"
+
 WEATHER = Citation(
     number=1,
     title="Nanaimo weather",

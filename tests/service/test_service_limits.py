@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from conftest import TOKEN
+from service_fakes import TOKEN
 
 from generic_framework.config import Settings
 from generic_framework.errors import ConfigError
