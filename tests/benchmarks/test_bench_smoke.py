@@ -1,0 +1,141 @@
+"""Smoke test of the benchmark harness: correctness only, tiny sizes, no timing asserts.
+
+The scripted server runs as a real process on 127.0.0.1; the project's own clients run the job
+in-process (fast), and one run goes through the fresh-process plumbing the harness uses.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from benchmarks import job, run_client
+from benchmarks.clients import CLIENTS
+from benchmarks.report import Verdict, render, verdicts
+from benchmarks.runner import ClientRun, Server
+from benchmarks.scenarios import Row
+from benchmarks.server import chunk_frame, completion_body
+
+OWN_CLIENTS = ("raw_httpx", "glmclient", "persona")
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    server = Server()
+    with server.running() as url:
+        yield url
+
+
+async def _driver(name: str, url: str, **options: object) -> run_client.Driver:
+    module = __import__(CLIENTS[name].module, fromlist=["open_driver"])
+    driver: run_client.Driver = await module.open_driver(url, options)
+    return driver
+
+
+async def test_the_server_scripts_a_tool_call_then_the_answer(server_url: str) -> None:
+    body = {"model": job.MODEL, "messages": [{"role": "user", "content": "hi"}], "tools": job.TOOLS}
+    async with httpx.AsyncClient() as http:
+        first = (await http.post(f"{server_url}/chat/completions", json=body)).json()
+        call = first["choices"][0]["message"]["tool_calls"][0]
+        assert first["choices"][0]["finish_reason"] == "tool_calls"
+        assert call["function"]["name"] == "get_weather"
+        assert json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+        body["messages"] += [
+            first["choices"][0]["message"],
+            {"role": "tool", "tool_call_id": call["id"], "content": "rain"},
+        ]
+        second = (await http.post(f"{server_url}/chat/completions", json=body)).json()
+    assert second["choices"][0]["message"]["content"] == "Answer: rain"
+
+
+def test_stream_frames_follow_the_glm_layout() -> None:
+    middle = json.loads(chunk_frame("r1", {"role": "assistant", "content": "x"})[6:])
+    last = json.loads(chunk_frame("r1", {"role": "assistant", "content": ""}, "stop")[6:])
+    assert "finish_reason" not in middle["choices"][0]
+    assert "usage" not in middle
+    assert last["choices"][0]["finish_reason"] == "stop"
+    assert last["usage"]["total_tokens"] > 0
+    whole = json.loads(completion_body({"role": "assistant", "content": "x"}, "stop", "r2"))
+    assert whole["id"] == whole["request_id"] == "r2"
+
+
+@pytest.mark.parametrize("name", OWN_CLIENTS)
+async def test_each_own_client_completes_the_job(server_url: str, name: str) -> None:
+    driver = await _driver(name, server_url)
+    try:
+        result = await run_client.sequential(driver, 2, 1)
+    finally:
+        await driver.aclose()
+    assert result["cpu_per_conv"] > 0
+
+
+@pytest.mark.parametrize("name", OWN_CLIENTS)
+async def test_each_own_client_streams_and_sees_the_stamp(name: str) -> None:
+    with Server(chunks=3).running() as url:
+        driver = await _driver(name, url)
+        try:
+            result = await run_client.stream(driver, 1, 1)
+        finally:
+            await driver.aclose()
+    assert result["first_delta"] is not None
+    assert result["deltas"] == 3
+
+
+async def test_persona_runs_four_slow_tools_in_one_round() -> None:
+    with Server(calls=4).running() as url:
+        driver = await _driver("persona", url, slow_tool=True)
+        try:
+            answer = await driver.converse()
+        finally:
+            await driver.aclose()
+    assert answer.count("sunny, 21 C in") == 4
+
+
+def test_a_wrong_answer_fails_the_run() -> None:
+    with pytest.raises(AssertionError):
+        job.check("Answer: cloudy")
+    assert job.strip_stamp("@123;Answer: x") == "Answer: x"
+    assert job.first_text_delay("no stamp") is None
+
+
+def test_a_fresh_process_run_reports_json(server_url: str) -> None:
+    result = ClientRun("glmclient", "sequential", 2, 1).once(sys.executable, server_url)
+    assert result["ok"], result
+    assert result["cpu_per_conv"] > 0
+    assert result["spawn_wall"] > 0
+
+
+def test_a_failing_fresh_process_run_is_reported_not_counted() -> None:
+    result = ClientRun("raw_httpx", "sequential", 1, 0, timeout=60).once(
+        sys.executable, "http://127.0.0.1:9/none"
+    )
+    assert result["ok"] is False
+    assert "ConnectError" in result["error"]
+
+
+def _row(scenario: str, key: str, **medians: float) -> Row:
+    return Row(scenario, key, key, {m: {"median": v} for m, v in medians.items()})
+
+
+def test_verdicts_compare_medians_with_the_targets() -> None:
+    rows = [
+        _row("1", "raw_httpx", cpu_ms=2.0),
+        _row("1", "persona", cpu_ms=2.2),
+        _row("1", "openai", cpu_ms=5.0),
+        _row("2", "raw_httpx", wall_s=4.0, rss_mb=50.0),
+        _row("2", "glmclient", wall_s=3.0, rss_mb=70.0),
+        _row("5", "import:generic_framework", ms=20.0),
+    ]
+    found = {v.target: v for v in verdicts(rows)}
+    assert found["1. persona CPU <= 1.15x raw httpx"].met is True
+    assert found["1. persona CPU below every peer"].met is True
+    assert found["2. glmclient: wall <= 0.8x raw httpx default pool"].met is True
+    assert found["2. glmclient: peak RSS <= 1.3x raw httpx"].met is False
+    assert found["5. import generic_framework <= 150 ms"].met is True
+    text = render(rows, "# run\n", "")
+    assert "**not met**" in text
+    assert isinstance(next(iter(found.values())), Verdict)
