@@ -176,3 +176,39 @@ def test_the_replay_command_passes_on_the_bundled_fixtures(tmp_path: Path) -> No
     payload = json.loads(done.stdout)
     assert payload["ok"] is True
     assert {r["persona"] for r in payload["results"]} == {"file"}
+
+
+async def test_a_conversation_keeps_finding_recorded_answers(tmp_path: Path) -> None:
+    """The offline CLI's case: later questions carry earlier turns the fixtures never saw."""
+    from generic_framework.client import GLMClient
+    from generic_framework.core.events import Done, TextDelta
+    from generic_framework.core.history import ConversationStore
+    from generic_framework.core.loader import load_personas
+    from generic_framework.mock import MockServer
+
+    async with MockServer() as server:
+        config = Settings(api_key="offline", base_url=server.base_url,
+                          personas_dir=REPO / "personas", data_dir=tmp_path)  # fmt: skip
+        store = ConversationStore(config.database_path)
+        async with GLMClient(config) as client:
+            scout = load_personas(config.personas_dir, settings=config, client=client,
+                                  store=store)["scout"]  # fmt: skip
+            first = await scout.respond("// what is 17% of 2,340?", conversation_id="c1")
+            texts: list[str] = []
+            reply = None
+            async for event in scout.stream("// what's the weather in Nanaimo?",
+                                            conversation_id="c1"):  # fmt: skip
+                if isinstance(event, TextDelta):
+                    texts.append(event.text)
+                elif isinstance(event, Done):
+                    reply = event.reply
+        await store.aclose()
+        report = server.report()
+    assert first.content == "17% of 2,340 is 397.8."
+    assert reply is not None and reply.content.startswith("Right now Nanaimo is mild")
+    assert len(texts) > 3 and "".join(texts).startswith("Right now Nanaimo")
+    assert [c.number for c in reply.citations] == [1, 2, 3]
+    assert report["unmatched"] == 0
+    served = {f["name"]: f["served"] for f in report["fixtures"]}
+    assert served["web_search_nanaimo_stream"] == [1]
+    assert served["function_two_rounds"] == [1, 1]
