@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from generic_framework.mock.fixture import MatchOptions
@@ -32,6 +33,12 @@ def canonical_text(value: Any) -> str:
         return ""
     if not isinstance(value, str):
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _canonical_string(value)
+
+
+# Tool arguments and results recur in every later round of a turn and in every replay.
+@lru_cache(maxsize=8192)
+def _canonical_string(value: str) -> str:
     text = value.strip()
     if text[:1] in ("{", "["):
         try:
