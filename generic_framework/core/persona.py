@@ -91,7 +91,7 @@ class _Turn:
     conversation_id: str | None
     citations: CitationBook = field(default_factory=CitationBook)
     rounds: list[RoundState] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
+    usages: list[Usage] = field(default_factory=list)
     tool_rounds: int = 0
     results: list[ToolResult] = field(default_factory=list)  # the last tool round's results
 
@@ -109,7 +109,8 @@ class Persona:
         thinking: ``"enabled"``, ``"disabled"`` or a :class:`Thinking` (``LLM_THINKING``).
         max_tool_rounds: tool rounds per turn before the forced final answer
             (``MAX_TOOL_ROUNDS``); 0 turns tools off.
-        web_search: how ``//`` messages search (mode, engine, count...).
+        web_search: how ``//`` messages search (mode, engine, count...); ``False`` is
+            ``WebSearch(mode="off")``, ``None`` or ``True`` the settings' defaults.
         tools_always: offer the function tools on messages without ``//`` too.
         description: one line for listings (``generic-framework personas``, ``/v1/models``).
         final_answer_fallback: the reply when the model's final answer is empty.
@@ -132,7 +133,7 @@ class Persona:
         temperature: float | None = None,
         thinking: str | Thinking | None = None,
         max_tool_rounds: int | None = None,
-        web_search: WebSearch | None = None,
+        web_search: WebSearch | bool | None = None,
         tools_always: bool = False,
         description: str = "",
         final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK,
@@ -154,7 +155,7 @@ class Persona:
         if not 0 <= rounds <= 50:
             raise ConfigError(f"max_tool_rounds must be between 0 and 50 (got {rounds})")
         self.max_tool_rounds = rounds
-        self.web_search = (web_search or WebSearch()).resolve(self.settings)
+        self.web_search = _web_search(web_search).resolve(self.settings)
         self.tools: tuple[FunctionTool, ...] = tuple(tools)
         self.tools_always = tools_always
         self.final_answer_fallback = final_answer_fallback or DEFAULT_FINAL_ANSWER_FALLBACK
@@ -162,6 +163,9 @@ class Persona:
         self._store, self._owns_store = store, store is None
         self._system = [SystemMessage(content=system_prompt)] if system_prompt.strip() else []
         self._forced = UserMessage(content=FORCED_ANSWER_INSTRUCTION)
+        self._request = ChatRequest(
+            model=self.model, messages=[], thinking=self.thinking, temperature=self.temperature
+        )
         self._keep_reasoning = self.settings.is_coding_endpoint or (
             self.thinking is not None and self.thinking.clear_thinking is False
         )
@@ -361,14 +365,9 @@ class Persona:
         messages = [*turn.prefix, *turn.new]
         if forced:
             messages.append(self._forced)
-        # Every part is already a validated wire model: skip re-validating the history.
-        request = ChatRequest.model_construct(
-            model=self.model,
-            messages=messages,
-            tools=tools,
-            thinking=self.thinking,
-            temperature=self.temperature,
-        )
+        # A shallow copy of the per-persona template: the messages are already validated wire
+        # models, so nothing is re-validated or deep-copied per round.
+        request = self._request.model_copy(update={"messages": messages, "tools": tools})
         if not stream:
             yield await self.client.chat(request)
             return
@@ -391,7 +390,7 @@ class Persona:
         """
         calls = message.tool_calls or []
         turn.new.append(
-            AssistantMessage.model_construct(
+            AssistantMessage(
                 content=message.content if message.content and message.content.strip() else None,
                 reasoning_content=message.reasoning_content,
                 tool_calls=[
@@ -412,16 +411,14 @@ class Persona:
         if len(turn.results) != len(calls):
             raise ToolLoopError("a tool call was left without an answer")
         for call, result in zip(calls, turn.results, strict=True):
-            turn.new.append(
-                ToolMessage.model_construct(content=result.content, tool_call_id=call.id)
-            )
+            turn.new.append(ToolMessage(content=result.content, tool_call_id=call.id))
 
     # ------------------------------------------------------------------ bookkeeping
 
     @staticmethod
     def _collect(turn: _Turn, completion: ChatCompletion) -> None:
         if completion.usage is not None:
-            turn.usage = turn.usage + completion.usage
+            turn.usages.append(completion.usage)
         if completion.web_search:
             turn.citations.add_server_results(completion.web_search)
 
@@ -490,12 +487,27 @@ class Persona:
             content=content,
             citations=turn.citations.citations,
             rounds=turn.rounds,
-            usage=turn.usage,
+            usage=_total(turn.usages),
             stop_reason=stop,
             model=model,
             conversation_id=turn.conversation_id,
             messages=messages,
         )
+
+
+def _total(usages: list[Usage]) -> Usage:
+    if not usages:
+        return Usage()
+    total = usages[0]
+    for usage in usages[1:]:
+        total = total + usage
+    return total
+
+
+def _web_search(value: WebSearch | bool | None) -> WebSearch:
+    if isinstance(value, WebSearch):
+        return value
+    return WebSearch(mode="off") if value is False else WebSearch()
 
 
 def _thinking(value: str | Thinking | None) -> Thinking | None:

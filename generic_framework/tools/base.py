@@ -94,10 +94,24 @@ class FunctionTool:
         spec: the wire form, built once.
     """
 
-    __slots__ = ("_args_model", "_fields", "description", "fn", "is_async", "name", "spec")
+    __slots__ = (
+        "_args_model",
+        "_fields",
+        "description",
+        "fn",
+        "inline",
+        "is_async",
+        "name",
+        "spec",
+    )
 
     def __init__(
-        self, fn: ToolFunction, *, name: str | None = None, description: str | None = None
+        self,
+        fn: ToolFunction,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        inline: bool = False,
     ) -> None:
         if not callable(fn):
             raise ConfigError(f"@tool needs a function, got {type(fn).__name__}")
@@ -114,6 +128,7 @@ class FunctionTool:
                 f"tool {self.name!r} has no description: add a docstring or @tool(description=...)"
             )
         self.is_async = inspect.iscoroutinefunction(fn)
+        self.inline = inline and not self.is_async
         self._args_model, self._fields = _arguments_model(fn, self.name, arg_docs)
         parameters = _strip_titles(self._args_model.model_json_schema())
         parameters.setdefault("properties", {})
@@ -150,19 +165,23 @@ class FunctionTool:
         """Validate ``arguments`` (a JSON string), call the function within ``time_limit`` s.
 
         Sync functions run in a worker thread (``asyncio.to_thread``); when one times out, the
-        thread cannot be stopped and finishes in the background, its result discarded.
+        thread cannot be stopped and finishes in the background, its result discarded. An
+        ``inline`` sync function runs on the event loop itself, with no time limit.
         """
         kwargs = self.parse_arguments(arguments)
         if isinstance(kwargs, str):
             return ToolOutcome(ok=False, content=kwargs, error=kwargs)
-        deadline = asyncio.timeout(time_limit)
+        deadline = None if self.inline else asyncio.timeout(time_limit)
         try:
-            async with deadline:
-                value = await self._invoke(kwargs)
+            if deadline is None:
+                value = self.fn(**kwargs)
+            else:
+                async with deadline:
+                    value = await self._invoke(kwargs)
         except ToolLoopError:
             raise
         except Exception as exc:
-            if deadline.expired():
+            if deadline is not None and deadline.expired():
                 text = f"Error: tool {self.name!r} timed out after {time_limit:g} seconds."
             else:
                 text = redact(
@@ -182,13 +201,18 @@ class FunctionTool:
 
 @overload
 def tool(
-    fn: ToolFunction, /, *, name: str | None = None, description: str | None = None
+    fn: ToolFunction,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    inline: bool = False,
 ) -> FunctionTool: ...
 
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, inline: bool = False
 ) -> Callable[[ToolFunction], FunctionTool]: ...
 
 
@@ -198,6 +222,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    inline: bool = False,
 ) -> FunctionTool | Callable[[ToolFunction], FunctionTool]:
     """Turn a function into a :class:`FunctionTool`; use bare (``@tool``) or with arguments.
 
@@ -205,6 +230,10 @@ def tool(
         fn: the function (when used bare).
         name: the tool's name; defaults to the function's name.
         description: what the model reads; defaults to the docstring's summary.
+        inline: run a sync function on the event loop instead of a worker thread. Only for
+            functions that return within microseconds and never block (pure computation):
+            the thread hop costs more CPU than such a function, but an inline function that
+            blocks stalls every conversation of the process and cannot time out.
 
     Returns:
         The tool, or a decorator that makes one.
@@ -222,10 +251,10 @@ def tool(
         ('add', ['a', 'b'])
     """
     if fn is not None:
-        return FunctionTool(fn, name=name, description=description)
+        return FunctionTool(fn, name=name, description=description, inline=inline)
 
     def decorate(function: ToolFunction) -> FunctionTool:
-        return FunctionTool(function, name=name, description=description)
+        return FunctionTool(function, name=name, description=description, inline=inline)
 
     return decorate
 

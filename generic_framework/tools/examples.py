@@ -158,7 +158,7 @@ def evaluate(expression: str) -> int | float:
     return result  # type: ignore[no-any-return]
 
 
-@tool
+@tool(inline=True)  # pure and bounded (length, node and size limits): no thread needed
 def calculate(expression: str) -> dict[str, Any]:
     """Evaluate an arithmetic expression, e.g. "2**10 / 3" or "sqrt(2) * pi".
 
@@ -254,7 +254,7 @@ def _from_kelvin(value: float, unit: str) -> float:
     return {"c": value - 273.15, "f": (value - 273.15) * 9 / 5 + 32, "k": value}[unit]
 
 
-@tool
+@tool(inline=True)  # a table lookup and one multiplication
 def convert_units(value: float, from_unit: str, to_unit: str) -> dict[str, Any]:
     """Convert a quantity between units of length, mass, volume, time, speed, data or temperature.
 

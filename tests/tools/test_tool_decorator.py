@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Annotated, Literal
 
 import pytest
@@ -221,3 +222,31 @@ def test_parse_docstring() -> None:
     assert summary == "Do a thing."
     assert args == {"a": "first.", "b": "second, continued.", "rest": "ignored shape."}
     assert parse_docstring(None) == ("", {})
+
+
+async def test_inline_sync_tools_run_on_the_event_loop() -> None:
+    loop_thread = threading.get_ident()
+
+    @tool(inline=True)
+    def quick() -> int:
+        """Return the thread."""
+        return threading.get_ident()
+
+    @tool(inline=True)
+    def broken() -> None:
+        """Raise."""
+        raise ValueError("bad input")
+
+    assert quick.inline
+    outcome = await quick.run("{}", time_limit=1)
+    assert outcome.value == loop_thread
+    failed = await broken.run("{}", time_limit=1)
+    assert not failed.ok and "ValueError: bad input" in failed.content
+
+
+def test_inline_is_ignored_for_async_functions() -> None:
+    @tool(inline=True)
+    async def already_async() -> None:
+        """Async."""
+
+    assert not already_async.inline and already_async.is_async
