@@ -27,14 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from generic_framework.mock.catalog import (
-    JSON_TYPE,
-    SSE_TYPE,
-    Catalog,
-    Incoming,
-    PreparedExchange,
-    Selection,
-)
+from generic_framework.mock.catalog import Catalog, Incoming, Selection
 from generic_framework.mock.fixture import (
     BreakStreamFault,
     DropConnectionFault,
@@ -44,6 +37,7 @@ from generic_framework.mock.fixture import (
     StallStreamFault,
     load_fixtures,
 )
+from generic_framework.mock.prepared import JSON_TYPE, SSE_TYPE, PreparedExchange
 from generic_framework.mock.sse import dumps
 from generic_framework.mock.validation import (
     MockError,

@@ -35,6 +35,20 @@ _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 5.0
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the
+    # listening socket says so, and without it every response waits ~40 ms for an ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 class MockServer:
     """The mock Z.AI server on ``127.0.0.1`` and an ephemeral port, in a background thread.
 
@@ -104,16 +118,7 @@ class MockServer:
         """
         if self._thread is not None:
             raise RuntimeError("the mock server is already running")
-        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the
-        # listening socket says so, and without it every response waits ~40 ms for an ACK.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self._requested_port))
-            sock.listen(1024)
-        except OSError:
-            sock.close()
-            raise
+        sock = _listen(self.host, self._requested_port)
         self._port = sock.getsockname()[1]
         config = uvicorn.Config(
             self.app,

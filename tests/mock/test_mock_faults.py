@@ -12,8 +12,8 @@ import pytest
 from mock_helpers import CHAT, chat, completion, exchange, make_fixture, user
 
 from generic_framework.mock import MockServer
-from generic_framework.mock.catalog import prepare
 from generic_framework.mock.fixture import Exchange, MatchOptions
+from generic_framework.mock.prepared import prepare
 from generic_framework.mock.sse import parse_sse
 
 ANSWER = completion("The answer is forty-two, as everyone knows by now.", reasoning="easy")

@@ -1,0 +1,218 @@
+"""Building blocks of the bundled fixtures (see fixture_factory.py): ids, completions, calls,
+sources, and :class:`Conversation`, which builds requests the way ``Persona`` does."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+import json
+from typing import Any
+
+from generic_framework.core.persona import FORCED_ANSWER_INSTRUCTION
+from generic_framework.mock.fixture import Fixture
+from generic_framework.mock.sse import completion_to_events
+from generic_framework.tools import EXAMPLE_TOOLS, WebSearch
+
+MODEL = "glm-4.7"
+CHAT = "/api/paas/v4/chat/completions"
+JSON_HEADERS = {"Content-Type": "application/json; charset=UTF-8"}
+SSE_HEADERS = {"Content-Type": "text/event-stream;charset=UTF-8"}
+SYSTEM = (
+    "You are Scout, a friendly research assistant. Answer briefly and plainly. When you use "
+    "web sources, cite them."
+)
+SEARCH_TOOL = WebSearch(
+    mode="builtin", engine="search_pro_jina", count=5, recency="noLimit"
+).to_wire()
+FUNCTION_TOOLS = [tool.to_wire() for tool in EXAMPLE_TOOLS.values()]
+CREATED = 1767950000
+
+
+def _hex(seed: str, length: int) -> str:
+    return hashlib.sha256(seed.encode()).hexdigest()[:length]
+
+
+def _completion_id(seed: str) -> str:
+    return "2026010909" + _hex(seed, 20)
+
+
+def _call_id(seed: str, stream: bool) -> str:
+    if stream:
+        return "call_" + _hex(seed, 24)
+    return f"call_-{int(_hex(seed, 15), 16)}"
+
+
+def tool_output(name: str, arguments: dict[str, Any]) -> str:
+    """What the persona sends back for a call of one of the example tools."""
+    outcome = asyncio.run(EXAMPLE_TOOLS[name].run(json.dumps(arguments), time_limit=5))
+    return outcome.content
+
+
+def completion(
+    seed: str,
+    content: str = "",
+    *,
+    reasoning: str | None = None,
+    calls: list[dict[str, Any]] | None = None,
+    usage: tuple[int, int, int] = (120, 40, 10),
+    web_search: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A chat completion in Z.AI's layout (ZAI-PROTOCOL §3)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    if calls:
+        message["tool_calls"] = calls
+    prompt, output, thinking = usage
+    body: dict[str, Any] = {
+        "id": _completion_id(seed),
+        "request_id": _completion_id(seed),
+        "created": CREATED,
+        "model": MODEL,
+        "object": "chat.completion",
+        "choices": [
+            {"index": 0, "finish_reason": "tool_calls" if calls else "stop", "message": message}
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": output,
+            "total_tokens": prompt + output,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": thinking},
+        },
+    }
+    if web_search is not None:
+        body["web_search"] = web_search
+    return body
+
+
+def call(
+    seed: str,
+    name: str,
+    arguments: dict[str, Any],
+    index: int,
+    *,
+    stream: bool = False,
+    kind: str = "function",
+) -> dict[str, Any]:
+    """One tool call as Z.AI returns it (arguments as a JSON string, an index)."""
+    return {
+        "id": _call_id(f"{seed}/{index}", stream),
+        "index": index,
+        "type": kind,
+        "function": {"name": name, "arguments": json.dumps(arguments, separators=(",", ":"))},
+    }
+
+
+def source(
+    refer: int, title: str, link: str, media: str, content: str, date: str
+) -> dict[str, str]:
+    """One ``web_search[]`` item."""
+    return {
+        "refer": f"ref_{refer}",
+        "title": title,
+        "link": link,
+        "media": media,
+        "icon": "",
+        "content": content,
+        "publish_date": date,
+    }
+
+
+class Conversation:
+    """Builds the requests of one turn the way Persona does."""
+
+    def __init__(self, user_input: str, *, stream: bool = False) -> None:
+        web = user_input.lstrip().startswith("//")
+        text = user_input.lstrip()[2:].strip() if web else user_input.strip()
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": text},
+        ]
+        self.tools = [SEARCH_TOOL, *FUNCTION_TOOLS] if web else None
+        self.stream = stream
+        self.exchanges: list[dict[str, Any]] = []
+
+    def request(self, *, tools: bool = True, forced: bool = False) -> dict[str, Any]:
+        messages = copy.deepcopy(self.messages)
+        if forced:
+            messages.append({"role": "user", "content": FORCED_ANSWER_INSTRUCTION})
+        body: dict[str, Any] = {"model": MODEL, "messages": messages, "stream": self.stream}
+        if tools and self.tools:
+            body["tools"] = copy.deepcopy(self.tools)
+        return {"method": "POST", "path": CHAT, "body": body}
+
+    def exchange(
+        self,
+        answer: dict[str, Any],
+        *,
+        status: int = 200,
+        tools: bool = True,
+        forced: bool = False,
+        faults: list[dict[str, Any]] | None = None,
+        note: str = "",
+    ) -> None:
+        """Record one request (the conversation so far) and its answer."""
+        streamed = self.stream and status == 200
+        response: dict[str, Any] = {
+            "status": status,
+            "headers": SSE_HEADERS if streamed else JSON_HEADERS,
+        }
+        if streamed:
+            response["events"] = completion_to_events(answer)
+        else:
+            response["body"] = answer
+        entry: dict[str, Any] = {
+            "request": self.request(tools=tools, forced=forced),
+            "response": response,
+        }
+        if faults:
+            entry["faults"] = faults
+        if note:
+            entry["note"] = note
+        self.exchanges.append(entry)
+
+    def run_tools(self, answer: dict[str, Any], results: list[str] | None = None) -> None:
+        """Append the assistant echo and one tool message per call, as the persona does."""
+        message = answer["choices"][0]["message"]
+        calls = [{k: v for k, v in c.items() if k != "index"} for c in message["tool_calls"]]
+        echo: dict[str, Any] = {"role": "assistant"}
+        if (message.get("content") or "").strip():
+            echo["content"] = message["content"]
+        if message.get("reasoning_content") is not None:
+            echo["reasoning_content"] = message["reasoning_content"]
+        echo["tool_calls"] = calls
+        self.messages.append(echo)
+        for number, item in enumerate(calls):
+            if results is not None:
+                content = results[number]
+            elif item["type"] == "web_search" or item["function"]["name"] == "web_search":
+                content = ""
+            else:
+                arguments = json.loads(item["function"]["arguments"])
+                content = tool_output(item["function"]["name"], arguments)
+            self.messages.append({"role": "tool", "tool_call_id": item["id"], "content": content})
+
+
+def fixture(
+    name: str,
+    description: str,
+    user_input: str,
+    conversation: Conversation,
+    settings: dict[str, Any] | None = None,
+    **expected: Any,
+) -> Fixture:
+    """Assemble and validate a fixture."""
+    return Fixture.model_validate(
+        {
+            "name": name,
+            "description": description,
+            "model": MODEL,
+            "persona": "scout",
+            "user_input": user_input,
+            "settings": settings or {},
+            "expected": expected,
+            "exchanges": conversation.exchanges,
+        }
+    )
