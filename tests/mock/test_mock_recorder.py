@@ -234,3 +234,14 @@ def test_no_fixture_in_the_repository_holds_a_secret() -> None:
         for path in fixtures
     }
     assert {path: found for path, found in leaks.items() if found} == {}
+
+
+async def test_recording_with_an_unknown_persona_is_a_configuration_error(tmp_path: Path) -> None:
+    from generic_framework.errors import ConfigError
+
+    upstream = Upstream(lambda body: gzipped_json(ANSWER))
+    with pytest.raises(ConfigError, match=r"unknown persona 'nobody'; available: .*scout"):
+        await record(settings(), "hi", tmp_path / "x.json", persona="nobody",
+                     transport=httpx.MockTransport(upstream))  # fmt: skip
+    assert upstream.requests == []
+    assert not (tmp_path / "x.json").exists()

@@ -212,3 +212,9 @@ async def test_a_conversation_keeps_finding_recorded_answers(tmp_path: Path) -> 
     served = {f["name"]: f["served"] for f in report["fixtures"]}
     assert served["web_search_nanaimo_stream"] == [1]
     assert served["function_two_rounds"] == [1, 1]
+
+
+async def test_a_coding_endpoint_fixture_replays_on_the_coding_route() -> None:
+    fixture = tampered("function_two_rounds", endpoint="coding")
+    (result,) = await replay_fixtures([fixture], settings=Settings(personas_dir=REPO / "personas"))
+    assert result.ok, result.problems
