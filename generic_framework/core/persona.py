@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from time import perf_counter
 from types import TracebackType
-from typing import Self
+from typing import Self, cast
 
 from generic_framework.client import GLMClient
 from generic_framework.config import Settings
@@ -41,6 +42,7 @@ from generic_framework.messages import (
     ContentDelta,
     Message,
     StreamCompleted,
+    StreamEvent,
     SystemMessage,
     Thinking,
     ToolCall,
@@ -212,7 +214,7 @@ class Persona:
 
     def stream(
         self, text: str, *, conversation_id: str | None = None
-    ) -> AsyncIterator[PersonaEvent]:
+    ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as a stream of events, ending with ``Done(reply)``.
 
         Iterate it to the end (or close it with ``aclose()``): the turn holds its
@@ -244,7 +246,7 @@ class Persona:
 
     async def _run_turn(
         self, text: str, conversation_id: str | None, *, stream: bool
-    ) -> AsyncIterator[PersonaEvent]:
+    ) -> AsyncGenerator[PersonaEvent, None]:
         """Parse the message, run the loop under the conversation's lock, store, then Done."""
         query, plan = self._parse(text)
         if not query:
@@ -252,19 +254,21 @@ class Persona:
             yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
             return
         if conversation_id is None:
-            async for event in self._loop(self._new_turn(query, plan, [], None), stream):
-                yield event
+            async with aclosing(self._loop(self._new_turn(query, plan, [], None), stream)) as run:
+                async for event in run:
+                    yield event
             return
         store = self.store
         done: Done | None = None
         async with store.lock(conversation_id):
             history = await store.load(conversation_id, self.settings.history_turns)
             turn = self._new_turn(query, plan, history, conversation_id)
-            async for event in self._loop(turn, stream):
-                if isinstance(event, Done):
-                    done = event
-                else:
-                    yield event
+            async with aclosing(self._loop(turn, stream)) as run:
+                async for event in run:
+                    if isinstance(event, Done):
+                        done = event
+                    else:
+                        yield event
             if done is not None and done.reply.messages:
                 await store.append_turn(conversation_id, self.name, done.reply.messages)
         if done is not None:
@@ -292,7 +296,7 @@ class Persona:
             conversation_id=conversation_id,
         )
 
-    async def _loop(self, turn: _Turn, stream: bool) -> AsyncIterator[PersonaEvent]:
+    async def _loop(self, turn: _Turn, stream: bool) -> AsyncGenerator[PersonaEvent, None]:
         """Run one turn's tool loop, yielding text, tool progress and, last, ``Done``.
 
         1. Round ``n = tool_rounds + 1`` starts. Offer the turn's tools (chosen by ``//`` when
@@ -323,11 +327,13 @@ class Persona:
             started = perf_counter()
             completion: ChatCompletion | None = None
             try:
-                async for item in self._call_llm(turn, tools=offer, forced=forced, stream=stream):
-                    if isinstance(item, TextDelta):
-                        yield item
-                    else:
-                        completion = item
+                call = self._call_llm(turn, tools=offer, forced=forced, stream=stream)
+                async with aclosing(call) as items:
+                    async for item in items:
+                        if isinstance(item, TextDelta):
+                            yield item
+                        else:
+                            completion = item
             except ContentFilterError as exc:
                 yield Done(self._filtered_reply(turn, exc))
                 return
@@ -337,8 +343,9 @@ class Persona:
             message = completion.message
             if offer and message.tool_calls and completion.finish_reason != "length":
                 yield RoundStarted(number, [call_name(call) for call in message.tool_calls])
-                async for event in self._handle_tool_calls(message, turn):
-                    yield event
+                async with aclosing(self._handle_tool_calls(message, turn)) as progress:
+                    async for event in progress:
+                        yield event
                 turn.tool_rounds += 1
                 self._record_round(turn, completion, started, message.tool_calls)
                 continue
@@ -349,7 +356,7 @@ class Persona:
 
     async def _call_llm(
         self, turn: _Turn, *, tools: list[ToolSpec] | None, forced: bool, stream: bool
-    ) -> AsyncIterator[TextDelta | ChatCompletion]:
+    ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
         """Send the turn's messages to the model: the persona's only call into GLMClient.
 
         The request is ``[system, history..., user, this turn's tool rounds...]``. ``tools`` is
@@ -371,15 +378,18 @@ class Persona:
         if not stream:
             yield await self.client.chat(request)
             return
-        async for event in self.client.chat_stream(request):
-            if isinstance(event, ContentDelta):
-                yield TextDelta(event.text)
-            elif isinstance(event, StreamCompleted):
-                yield event.completion
+        # chat_stream is an async generator; closing it early releases the HTTP response.
+        stream_events = cast(AsyncGenerator[StreamEvent, None], self.client.chat_stream(request))
+        async with aclosing(stream_events) as events:
+            async for event in events:
+                if isinstance(event, ContentDelta):
+                    yield TextDelta(event.text)
+                elif isinstance(event, StreamCompleted):
+                    yield event.completion
 
     async def _handle_tool_calls(
         self, message: AssistantMessage, turn: _Turn
-    ) -> AsyncIterator[ToolFinished]:
+    ) -> AsyncGenerator[ToolFinished, None]:
         """Answer every tool call of ``message``; append the resulting messages to the turn.
 
         Appends the assistant message (text, or ``null`` when empty; the tool calls; its
@@ -400,9 +410,11 @@ class Persona:
         )
         outcomes: list[CallOutcome | None] = [None] * len(calls)
         limit = self.settings.tool_timeout
-        async for index, outcome in execute(calls, turn.plan, time_limit=limit, persona=self.name):
-            outcomes[index] = outcome
-            yield ToolFinished(outcome.name, outcome.outcome.ok, outcome.ms)
+        running = execute(calls, turn.plan, time_limit=limit, persona=self.name)
+        async with aclosing(running) as finished:
+            async for index, outcome in finished:
+                outcomes[index] = outcome
+                yield ToolFinished(outcome.name, outcome.outcome.ok, outcome.ms)
         turn.results = [
             tool_result(call, outcome, turn.citations)
             for call, outcome in zip(calls, outcomes, strict=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 
@@ -116,7 +116,7 @@ def build_plans(
 
 async def execute(
     calls: Sequence[ToolCall], plan: ToolPlan, *, time_limit: float, persona: str
-) -> AsyncIterator[tuple[int, CallOutcome]]:
+) -> AsyncGenerator[tuple[int, CallOutcome], None]:
     """Run the calls concurrently; yield ``(call index, outcome)`` as each finishes.
 
     A framework bug raised by one call cancels the others and propagates.
@@ -136,8 +136,12 @@ async def execute(
             for task in sorted(done, key=position.__getitem__):
                 yield position[task], task.result()
     finally:
+        # Closed early (a stream abandoned, a sibling's framework bug): stop the other calls
+        # and wait for them, so no tool keeps running for a turn that is over.
         for task in pending:
             task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def run_call(

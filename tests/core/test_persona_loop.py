@@ -630,3 +630,45 @@ async def test_one_info_line_per_round(
     assert lines[0].startswith("tester round 1/4: tools=lookup,lookup, ")
     assert lines[0].endswith(" 16 tokens")
     assert lines[1].startswith("tester round 2/4: tools=none, ")
+
+
+async def test_closing_a_stream_early_releases_the_conversation(
+    settings: Settings, script: MakeScript, client_for: MakeClient
+) -> None:
+    release = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Never returns on its own."""
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    s = script(
+        completion("", tool_calls=[call("wait_forever", "{}"), call("lookup", {"key": "a"})]),
+        completion("next turn"),
+    )
+    persona = make_persona(settings, client_for(s), tools=[wait_forever, lookup])
+    events = persona.stream("// go", conversation_id="early")
+    async for event in events:
+        if isinstance(event, ToolFinished):  # lookup finished; wait_forever still runs
+            break
+    await events.aclose()
+    assert cancelled.is_set()  # the pending tool call was cancelled, not leaked
+    reply = await asyncio.wait_for(persona.respond("again", conversation_id="early"), 5)
+    assert reply.content == "next turn"
+    stored = await persona.store.get("early")
+    assert stored is not None and [m.message.content for m in stored] == ["again", "next turn"]
+
+
+async def test_web_search_false_turns_the_builtin_tool_off(
+    settings: Settings, script: MakeScript, client_for: MakeClient
+) -> None:
+    s = script(completion("ok"))
+    persona = make_persona(settings, client_for(s), web_search=False)
+    await persona.respond("// q")
+    assert persona.web_search.mode == "off" and tool_names(s.requests[0]) == ["lookup"]
