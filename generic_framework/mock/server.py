@@ -27,7 +27,7 @@ from generic_framework.mock.app import (
     create_app,
 )
 from generic_framework.mock.catalog import Catalog
-from generic_framework.mock.fixture import Fixture, load_fixtures
+from generic_framework.mock.fixture import DEFAULT_PERSONA, Fixture, load_fixtures
 
 __all__ = ["MockServer", "bundled_examples", "serve_forever"]
 
@@ -201,9 +201,14 @@ class MockServer:
         return self.app.catalog.examples()
 
 
-def bundled_examples() -> list[str]:
-    """The user inputs the bundled fixtures answer, best demonstrations first."""
-    return [example["input"] for example in Catalog(load_fixtures()).examples()]
+def bundled_examples(persona: str | None = DEFAULT_PERSONA) -> list[str]:
+    """The user inputs the bundled fixtures answer for ``persona``, best demonstrations first.
+
+    Args:
+        persona: only fixtures recorded with this persona (``scout``); ``None`` for all.
+    """
+    examples = Catalog(load_fixtures()).examples()
+    return [e["input"] for e in examples if persona is None or e["persona"] == persona]
 
 
 def serve_forever(

@@ -14,7 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fixture_parts import Conversation, call, completion, fixture, source
+from fixture_parts import (
+    CLIENT_SEARCH_TOOL,
+    FUNCTION_TOOLS,
+    Conversation,
+    call,
+    completion,
+    fixture,
+    source,
+)
 
 from generic_framework.core.persona import CONTENT_FILTER_NOTICE
 from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir
@@ -194,6 +202,45 @@ def web_search_tool_calls() -> Fixture:
         stop_reason="completed",
         rounds=2,
         citations=[item["link"] for item in sources],
+    )
+
+
+def web_search_client_mode() -> Fixture:
+    text = "// when is low tide in Nanaimo today?"
+    talk = Conversation(text, web_tools=[*FUNCTION_TOOLS, CLIENT_SEARCH_TOOL])
+    first = completion(
+        "tide-1",
+        "",
+        reasoning="Search for today's tide table.",
+        calls=[call("tide", "search_web", {"query": "Nanaimo tide table today"}, 0)],
+        usage=(820, 25, 8),
+    )
+    talk.exchange(first, note="WEB_SEARCH_MODE=client: the model calls the search_web function")
+    results = [
+        source(
+            1,
+            "Nanaimo tide table",
+            "https://tides.example.ca/nanaimo",
+            "Example Tides",
+            "Low tide 11:42 (0.9 m), high tide 18:05 (4.3 m).",
+            "2026-01-09",
+        )
+    ]
+    found = talk.search("Nanaimo tide table today", results)
+    talk.run_tools(first, [found])
+    final = "Low tide in Nanaimo today is at 11:42, at about 0.9 m [ref_1]."
+    talk.exchange(completion("tide-2", final, reasoning="One clear source.", usage=(1100, 30, 5)))
+    return fixture(
+        "web_search_client_mode",
+        "WEB_SEARCH_MODE=client (for endpoints that do not run the built-in tool): the model "
+        "calls search_web, the persona calls the Web Search API and numbers the results.",
+        text,
+        talk,
+        persona="scout-client",
+        content=final.replace("[ref_1]", "[1]"),
+        stop_reason="completed",
+        rounds=2,
+        citations=["https://tides.example.ca/nanaimo"],
     )
 
 
@@ -470,6 +517,7 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     web_search_nanaimo,
     web_search_nanaimo_stream,
     web_search_tool_calls,
+    web_search_client_mode,
     function_two_rounds,
     parallel_calls,
     sequential_rounds,

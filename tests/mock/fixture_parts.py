@@ -9,13 +9,19 @@ import hashlib
 import json
 from typing import Any
 
+from pydantic_core import to_json
+
+from generic_framework.core.citations import CitationBook
 from generic_framework.core.persona import FORCED_ANSWER_INSTRUCTION
+from generic_framework.messages import WebSearchResult
 from generic_framework.mock.fixture import Fixture
 from generic_framework.mock.sse import completion_to_events
-from generic_framework.tools import EXAMPLE_TOOLS, WebSearch
+from generic_framework.tools import EXAMPLE_TOOLS, WebSearch, make_search_tool
+from generic_framework.tools.search import compact_results
 
 MODEL = "glm-4.7"
 CHAT = "/api/paas/v4/chat/completions"
+SEARCH = "/api/paas/v4/web_search"
 JSON_HEADERS = {"Content-Type": "application/json; charset=UTF-8"}
 SSE_HEADERS = {"Content-Type": "text/event-stream;charset=UTF-8"}
 SYSTEM = (
@@ -26,7 +32,14 @@ SEARCH_TOOL = WebSearch(
     mode="builtin", engine="search_pro_jina", count=5, recency="noLimit"
 ).to_wire()
 FUNCTION_TOOLS = [tool.to_wire() for tool in EXAMPLE_TOOLS.values()]
+CLIENT_SEARCH_TOOL = make_search_tool(
+    lambda: _no_search, WebSearch(mode="client", count=5, recency="noLimit")
+).to_wire()
 CREATED = 1767950000
+
+
+async def _no_search(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the factory never searches")
 
 
 def _hex(seed: str, length: int) -> str:
@@ -123,14 +136,20 @@ def source(
 class Conversation:
     """Builds the requests of one turn the way Persona does."""
 
-    def __init__(self, user_input: str, *, stream: bool = False) -> None:
+    def __init__(
+        self,
+        user_input: str,
+        *,
+        stream: bool = False,
+        web_tools: list[dict[str, Any]] | None = None,
+    ) -> None:
         web = user_input.lstrip().startswith("//")
         text = user_input.lstrip()[2:].strip() if web else user_input.strip()
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": text},
         ]
-        self.tools = [SEARCH_TOOL, *FUNCTION_TOOLS] if web else None
+        self.tools = (web_tools or [SEARCH_TOOL, *FUNCTION_TOOLS]) if web else None
         self.stream = stream
         self.exchanges: list[dict[str, Any]] = []
 
@@ -142,6 +161,27 @@ class Conversation:
         if tools and self.tools:
             body["tools"] = copy.deepcopy(self.tools)
         return {"method": "POST", "path": CHAT, "body": body}
+
+    def search(self, query: str, results: list[dict[str, Any]]) -> str:
+        """Record a Web Search API exchange; return the tool message the persona sends."""
+        request = {
+            "search_query": query,
+            "search_engine": "search-prime",
+            "count": 5,
+            "search_recency_filter": "noLimit",
+        }
+        answer = {"id": _completion_id(query), "created": CREATED, "search_result": results}
+        self.exchanges.append(
+            {
+                "request": {"method": "POST", "path": SEARCH, "body": request},
+                "response": {"status": 200, "headers": JSON_HEADERS, "body": answer},
+                "note": "the client-side search_web tool calls the Web Search API",
+            }
+        )
+        labelled = CitationBook().add_client_results(
+            WebSearchResult.model_validate(item) for item in results
+        )
+        return to_json(compact_results(labelled)).decode()
 
     def exchange(
         self,
@@ -201,6 +241,7 @@ def fixture(
     user_input: str,
     conversation: Conversation,
     settings: dict[str, Any] | None = None,
+    persona: str = "scout",
     **expected: Any,
 ) -> Fixture:
     """Assemble and validate a fixture."""
@@ -209,7 +250,7 @@ def fixture(
             "name": name,
             "description": description,
             "model": MODEL,
-            "persona": "scout",
+            "persona": persona,
             "user_input": user_input,
             "settings": settings or {},
             "expected": expected,

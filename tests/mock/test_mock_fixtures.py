@@ -39,7 +39,7 @@ def test_the_bundled_set() -> None:
     for fixture in fixtures:
         assert fixture.source is not None
         assert fixture.source.name == f"{fixture.name}.json"
-        assert fixture.persona == "scout"
+        assert fixture.persona == ("scout-client" if "client" in fixture.name else "scout")
         assert fixture.description and fixture.user_input and fixture.expected
     names = {f.name for f in fixtures}
     assert {"web_search_nanaimo", "web_search_nanaimo_stream", "rate_limited_then_ok"} <= names
@@ -60,6 +60,9 @@ def test_examples_put_the_main_demo_first() -> None:
     assert examples[0] == "// what's the weather in Nanaimo?"
     assert len(examples) == len(set(examples))
     assert examples[-1] == "Tell me a short story about a lighthouse keeper."
+    # scout cannot ask the client-mode question (its search runs server-side)
+    assert "// when is low tide in Nanaimo today?" not in examples
+    assert "// when is low tide in Nanaimo today?" in bundled_examples(persona=None)
 
 
 def write(path: Path, data: Any) -> Path:
