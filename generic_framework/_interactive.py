@@ -26,6 +26,7 @@ from generic_framework.errors import ConfigError, GLMError
 
 if TYPE_CHECKING:
     from generic_framework.core.persona import Persona
+    from generic_framework.core.reply import Reply
 
 HELP = (
     "Type a message; start it with // to search the web.\n"
@@ -98,7 +99,8 @@ async def _turn(persona: Persona, text: str, conversation: str) -> None:
                 status.clear()
                 if wrote:
                     sys.stdout.write("\n")
-                    event.reply.citations and _sources(event.reply)
+                    if event.reply.citations:
+                        _sources(event.reply)
                 else:
                     print_reply(event.reply, sys.stdout)
     finally:
@@ -106,10 +108,9 @@ async def _turn(persona: Persona, text: str, conversation: str) -> None:
         status.clear()
 
 
-def _sources(reply: object) -> None:
-    citations = getattr(reply, "citations", [])
+def _sources(reply: Reply) -> None:
     sys.stdout.write("\nSources:\n")
-    for c in citations:
+    for c in reply.citations:
         sys.stdout.write(f"  [{c.number}] {c.title or c.site or c.url} - {c.url}\n")
     sys.stdout.flush()
 
@@ -179,9 +180,11 @@ async def _command(
             persona = chosen
             print(f"(now talking to {persona.name})", file=sys.stderr)
     elif name == "/history":
-        for message in persona.history(conversation):
-            content = getattr(message, "content", None) or ""
-            print(f"{message.role}: {content}")
+        stored = await persona.store.get(conversation) or []
+        for item in stored:
+            message = item.message
+            if message.role in {"user", "assistant"} and message.content:
+                print(f"{message.role}: {message.content}")
     else:
         print(HELP, file=sys.stderr)
     return persona, conversation
