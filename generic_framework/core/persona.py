@@ -13,17 +13,15 @@ import logging
 import re
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from time import perf_counter
 from types import TracebackType
 from typing import Self, cast
 
 from generic_framework.client import GLMClient
 from generic_framework.config import Settings
-from generic_framework.core.citations import CitationBook
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.history import ConversationStore
-from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
+from generic_framework.core.reply import Reply
 from generic_framework.core.sanitize import sanitize_history
 from generic_framework.core.tooling import (
     BUILTIN_SEARCH_CONFIRMATION,
@@ -34,6 +32,7 @@ from generic_framework.core.tooling import (
     execute,
     tool_result,
 )
+from generic_framework.core.turn import Turn
 from generic_framework.errors import ConfigError, ContentFilterError, ToolLoopError
 from generic_framework.messages import (
     AssistantMessage,
@@ -45,10 +44,8 @@ from generic_framework.messages import (
     StreamEvent,
     SystemMessage,
     Thinking,
-    ToolCall,
     ToolMessage,
     ToolSpec,
-    Usage,
     UserMessage,
 )
 from generic_framework.tools.base import FunctionTool
@@ -81,21 +78,6 @@ FORCED_ANSWER_INSTRUCTION = (
     "briefly if something could not be checked."
 )
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
-@dataclass(slots=True)
-class _Turn:
-    """The state of one user turn while the loop runs."""
-
-    plan: ToolPlan
-    prefix: list[Message]  # system prompt + sanitised history: the same for every round
-    new: list[Message]  # this turn's messages, starting with the user message
-    conversation_id: str | None
-    citations: CitationBook = field(default_factory=CitationBook)
-    rounds: list[RoundState] = field(default_factory=list)
-    usages: list[Usage] = field(default_factory=list)
-    tool_rounds: int = 0
-    results: list[ToolResult] = field(default_factory=list)  # the last tool round's results
 
 
 class Persona:
@@ -283,20 +265,21 @@ class Persona:
 
     def _new_turn(
         self, query: str, plan: ToolPlan, history: Sequence[Message], conversation_id: str | None
-    ) -> _Turn:
+    ) -> Turn:
         # Sanitised once per turn: the history does not change between rounds, and the turn's
         # own messages are built whole by _handle_tool_calls (docs/design/0301).
         safe = sanitize_history(
             history, max_turns=self.settings.history_turns, keep_reasoning=self._keep_reasoning
         )
-        return _Turn(
+        return Turn(
+            persona=self.name,
             plan=plan,
             prefix=[*self._system, *safe],
             new=[UserMessage(content=query)],
             conversation_id=conversation_id,
         )
 
-    async def _loop(self, turn: _Turn, stream: bool) -> AsyncGenerator[PersonaEvent, None]:
+    async def _loop(self, turn: Turn, stream: bool) -> AsyncGenerator[PersonaEvent, None]:
         """Run one turn's tool loop, yielding text, tool progress and, last, ``Done``.
 
         1. Round ``n = tool_rounds + 1`` starts. Offer the turn's tools (chosen by ``//`` when
@@ -323,23 +306,24 @@ class Persona:
         cap = self.max_tool_rounds
         for number in range(1, cap + 2):
             offer = turn.plan.specs if turn.tool_rounds < cap else None
-            forced = turn.tool_rounds >= cap > 0 and turn.plan.specs is not None
+            forced = turn.tool_rounds >= cap > 0
             started = perf_counter()
             completion: ChatCompletion | None = None
             try:
-                call = self._call_llm(turn, tools=offer, forced=forced, stream=stream)
-                async with aclosing(call) as items:
+                answer = self._call_llm(turn, tools=offer, forced=forced, stream=stream)
+                async with aclosing(answer) as items:
                     async for item in items:
                         if isinstance(item, TextDelta):
                             yield item
                         else:
                             completion = item
             except ContentFilterError as exc:
-                yield Done(self._filtered_reply(turn, exc))
+                logger.warning("%s: the content filter stopped the turn (%s)", self.name, exc)
+                yield Done(turn.reply(CONTENT_FILTER_NOTICE, "content_filter", self.model, []))
                 return
             if completion is None:
                 raise ToolLoopError("the model call returned no completion")
-            self._collect(turn, completion)
+            turn.collect(completion)
             message = completion.message
             if offer and message.tool_calls and completion.finish_reason != "length":
                 yield RoundStarted(number, [call_name(call) for call in message.tool_calls])
@@ -347,15 +331,16 @@ class Persona:
                     async for event in progress:
                         yield event
                 turn.tool_rounds += 1
-                self._record_round(turn, completion, started, message.tool_calls)
+                turn.record_round(completion, started, message.tool_calls, cap + 1)
                 continue
-            self._record_round(turn, completion, started, ())
-            yield Done(self._final_reply(turn, completion, forced))
+            turn.record_round(completion, started, (), cap + 1)
+            fallback = self.final_answer_fallback
+            yield Done(turn.finish(completion, forced=forced, fallback=fallback, model=self.model))
             return
         raise ToolLoopError(f"the loop ran past its cap of {cap} tool rounds")
 
     async def _call_llm(
-        self, turn: _Turn, *, tools: list[ToolSpec] | None, forced: bool, stream: bool
+        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool, stream: bool
     ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
         """Send the turn's messages to the model: the persona's only call into GLMClient.
 
@@ -388,7 +373,7 @@ class Persona:
                     yield event.completion
 
     async def _handle_tool_calls(
-        self, message: AssistantMessage, turn: _Turn
+        self, message: AssistantMessage, turn: Turn
     ) -> AsyncGenerator[ToolFinished, None]:
         """Answer every tool call of ``message``; append the resulting messages to the turn.
 
@@ -424,96 +409,6 @@ class Persona:
             raise ToolLoopError("a tool call was left without an answer")
         for call, result in zip(calls, turn.results, strict=True):
             turn.new.append(ToolMessage(content=result.content, tool_call_id=call.id))
-
-    # ------------------------------------------------------------------ bookkeeping
-
-    @staticmethod
-    def _collect(turn: _Turn, completion: ChatCompletion) -> None:
-        if completion.usage is not None:
-            turn.usages.append(completion.usage)
-        if completion.web_search:
-            turn.citations.add_server_results(completion.web_search)
-
-    def _record_round(
-        self,
-        turn: _Turn,
-        completion: ChatCompletion,
-        started: float,
-        calls: Sequence[ToolCall],
-    ) -> None:
-        ms = (perf_counter() - started) * 1000.0
-        number = len(turn.rounds) + 1
-        infos = [
-            ToolCallInfo(id=c.id, name=call_name(c), arguments=c.function.arguments) for c in calls
-        ]
-        turn.rounds.append(
-            RoundState(
-                number=number,
-                tool_calls=infos,
-                results=turn.results if calls else [],
-                usage=completion.usage,
-                finish_reason=completion.finish_reason,
-                duration_ms=ms,
-            )
-        )
-        if logger.isEnabledFor(logging.INFO):
-            logger.info(
-                "%s round %d/%d: tools=%s, %.0f ms, %d tokens",
-                self.name,
-                number,
-                self.max_tool_rounds + 1,
-                ",".join(info.name for info in infos) or "none",
-                ms,
-                completion.usage.total_tokens if completion.usage else 0,
-            )
-
-    def _final_reply(self, turn: _Turn, completion: ChatCompletion, forced: bool) -> Reply:
-        message = completion.message
-        if message.tool_calls:
-            logger.warning(
-                "%s: dropped %d tool call(s) from the answering call",
-                self.name,
-                len(message.tool_calls),
-            )
-        text = (message.content or "").strip() or self.final_answer_fallback
-        content = turn.citations.rewrite(text)
-        turn.new.append(
-            AssistantMessage(content=content, reasoning_content=message.reasoning_content)
-        )
-        stop: StopReason = "completed"
-        if completion.finish_reason == "length":
-            stop = "length"
-        elif forced:
-            stop = "max_rounds"
-        return self._reply(turn, content, stop, completion.model or self.model, turn.new)
-
-    def _filtered_reply(self, turn: _Turn, exc: ContentFilterError) -> Reply:
-        logger.warning("%s: the content filter stopped the turn (%s)", self.name, exc)
-        return self._reply(turn, CONTENT_FILTER_NOTICE, "content_filter", self.model, [])
-
-    @staticmethod
-    def _reply(
-        turn: _Turn, content: str, stop: StopReason, model: str, messages: list[Message]
-    ) -> Reply:
-        return Reply(
-            content=content,
-            citations=turn.citations.citations,
-            rounds=turn.rounds,
-            usage=_total(turn.usages),
-            stop_reason=stop,
-            model=model,
-            conversation_id=turn.conversation_id,
-            messages=messages,
-        )
-
-
-def _total(usages: list[Usage]) -> Usage:
-    if not usages:
-        return Usage()
-    total = usages[0]
-    for usage in usages[1:]:
-        total = total + usage
-    return total
 
 
 def _web_search(value: WebSearch | bool | None) -> WebSearch:

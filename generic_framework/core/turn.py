@@ -1,0 +1,130 @@
+"""The state of one user turn while the loop runs, and how it becomes a :class:`Reply`.
+
+Kept apart from :mod:`~generic_framework.core.persona` so the loop reads as the algorithm and
+this module as the bookkeeping: usage, rounds, citations, the final assistant message.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from time import perf_counter
+
+from generic_framework.core.citations import CitationBook
+from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
+from generic_framework.core.tooling import ToolPlan, call_name
+from generic_framework.messages import AssistantMessage, ChatCompletion, Message, ToolCall, Usage
+
+__all__ = ["Turn", "total_usage"]
+
+logger = logging.getLogger("generic_framework.persona")
+
+
+def total_usage(usages: Sequence[Usage]) -> Usage:
+    """The sum of the rounds' token counts (one addition per extra round)."""
+    if not usages:
+        return Usage()
+    total = usages[0]
+    for usage in usages[1:]:
+        total = total + usage
+    return total
+
+
+@dataclass(slots=True)
+class Turn:
+    """One user turn in progress.
+
+    Attributes:
+        persona: the persona's name, for log lines.
+        plan: the tools this turn offers (chosen by ``//``).
+        prefix: system prompt + sanitised history: the same for every round.
+        new: this turn's messages, starting with the user message.
+        conversation_id: where the turn will be stored, if anywhere.
+        tool_rounds: tool rounds completed so far.
+        results: the last tool round's results, in call order.
+    """
+
+    persona: str
+    plan: ToolPlan
+    prefix: list[Message]
+    new: list[Message]
+    conversation_id: str | None
+    citations: CitationBook = field(default_factory=CitationBook)
+    rounds: list[RoundState] = field(default_factory=list)
+    usages: list[Usage] = field(default_factory=list)
+    tool_rounds: int = 0
+    results: list[ToolResult] = field(default_factory=list)
+
+    def collect(self, completion: ChatCompletion) -> None:
+        """Keep a completion's usage and its ``web_search[]`` sources."""
+        if completion.usage is not None:
+            self.usages.append(completion.usage)
+        if completion.web_search:
+            self.citations.add_server_results(completion.web_search)
+
+    def record_round(
+        self, completion: ChatCompletion, started: float, calls: Sequence[ToolCall], most: int
+    ) -> None:
+        """Add the round's :class:`RoundState` and log its one INFO line."""
+        ms = (perf_counter() - started) * 1000.0
+        number = len(self.rounds) + 1
+        infos = [
+            ToolCallInfo(id=c.id, name=call_name(c), arguments=c.function.arguments) for c in calls
+        ]
+        self.rounds.append(
+            RoundState(
+                number=number,
+                tool_calls=infos,
+                results=self.results if calls else [],
+                usage=completion.usage,
+                finish_reason=completion.finish_reason,
+                duration_ms=ms,
+            )
+        )
+        if logger.isEnabledFor(logging.INFO):
+            logger.info(
+                "%s round %d/%d: tools=%s, %.0f ms, %d tokens",
+                self.persona,
+                number,
+                most,
+                ",".join(info.name for info in infos) or "none",
+                ms,
+                completion.usage.total_tokens if completion.usage else 0,
+            )
+
+    def finish(
+        self, completion: ChatCompletion, *, forced: bool, fallback: str, model: str
+    ) -> Reply:
+        """End the turn with the completion's text (tool calls in it are dropped)."""
+        message = completion.message
+        if message.tool_calls:
+            logger.warning(
+                "%s: dropped %d tool call(s) from the answering call",
+                self.persona,
+                len(message.tool_calls),
+            )
+        text = (message.content or "").strip() or fallback
+        content = self.citations.rewrite(text)
+        self.new.append(
+            AssistantMessage(content=content, reasoning_content=message.reasoning_content)
+        )
+        stop: StopReason = "completed"
+        if completion.finish_reason == "length":
+            stop = "length"
+        elif forced:
+            stop = "max_rounds"
+        return self.reply(content, stop, completion.model or model, self.new)
+
+    def reply(self, content: str, stop: StopReason, model: str, messages: list[Message]) -> Reply:
+        """The :class:`Reply`; ``messages`` are what will be stored (empty: nothing)."""
+        return Reply(
+            content=content,
+            citations=self.citations.citations,
+            rounds=self.rounds,
+            usage=total_usage(self.usages),
+            stop_reason=stop,
+            model=model,
+            conversation_id=self.conversation_id,
+            messages=messages,
+        )
