@@ -8,16 +8,18 @@ from pathlib import Path
 import pytest
 from zai_script import Script, Scripted, make_settings
 
+from generic_framework import retry
 from generic_framework.client import GLMClient
 from generic_framework.config import Settings
 from generic_framework.retry import set_testing
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True)
 def _no_retry_waits() -> Iterator[None]:
+    previous = retry._testing
     set_testing(True)
     yield
-    set_testing(False)
+    set_testing(previous)
 
 
 @pytest.fixture
