@@ -11,7 +11,14 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 __all__ = [
     "AssistantMessage",
@@ -130,6 +137,17 @@ class AssistantMessage(_Wire):
     def has_tool_calls(self) -> bool:
         """True when the message carries at least one tool call."""
         return bool(self.tool_calls)
+
+    @model_serializer(mode="wrap")
+    def _null_content_beside_calls(
+        self, handler: SerializerFunctionWrapHandler
+    ) -> dict[str, Any]:
+        # Beside tool_calls, empty content goes out as an explicit null, never "" and never
+        # missing: "content and tool_calls cannot both be empty" (docs/protocol.md §2.2).
+        data: dict[str, Any] = handler(self)
+        if self.tool_calls and data.get("content") is None:
+            data["content"] = None
+        return data
 
 
 class ToolMessage(_Wire):
