@@ -163,7 +163,7 @@ async def test_history_survives_a_new_persona_on_the_same_data_dir(
         {"role": "system", "content": "System."},
         {"role": "user", "content": "one"},
         {"role": "assistant", "tool_calls": [{"id": "e1", "type": "function",
-         "function": {"name": "echo", "arguments": '{"text": "hi"}'}}]},
+         "function": {"name": "echo", "arguments": '{"text": "hi"}'}}], "content": None},
         {"role": "tool", "content": "hi", "tool_call_id": "e1"},
         {"role": "assistant", "content": "First answer."},
         {"role": "user", "content": "two"},

@@ -273,7 +273,7 @@ def test_null_arguments_become_empty_text(payload: Load) -> None:
     assert calls[0].function.arguments == ""
 
 
-def test_assistant_echo_with_null_content_leaves_content_out_of_the_wire() -> None:
+def test_assistant_echo_with_null_content_sends_an_explicit_null() -> None:
     adapter: TypeAdapter[Message] = TypeAdapter(Message)
     message = adapter.validate_python(
         {
@@ -291,6 +291,7 @@ def test_assistant_echo_with_null_content_leaves_content_out_of_the_wire() -> No
         "tool_calls": [
             {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a": 1}'}}
         ],
+        "content": None,
     }
 
 
