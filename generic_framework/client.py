@@ -446,7 +446,7 @@ def _code(value: object) -> str | None:
 
 
 def _api_engine(chat_engine: str) -> str:
-    """The chat tool's engine names differ from the Web Search API's (ZAI-PROTOCOL §0.3)."""
+    """The chat tool's engine names differ from the Web Search API's (docs/protocol.md §0.3)."""
     return "search-prime" if chat_engine in {"search_pro_jina", "search_prime"} else chat_engine
 
 

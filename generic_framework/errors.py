@@ -251,7 +251,7 @@ def error_for(
     """Map an upstream failure to its error class: the business code decides, then the status.
 
     Z.AI sends 1113 (no balance) and 1302 (concurrency) both as HTTP 429, so the status alone
-    cannot tell whether a retry helps (ZAI-PROTOCOL §7). Retryable: 1302, 1303, 1305, 1312, 500,
+    cannot tell whether a retry helps (docs/protocol.md §7). Retryable: 1302, 1303, 1305, 1312, 500,
     1234, and, when the code is absent or unknown, HTTP 408/409 and 5xx; a 429 with no business
     code at all is treated as a retryable rate limit.
     """

@@ -1,4 +1,4 @@
-"""Pydantic models of the Z.AI chat-completions wire format (ZAI-PROTOCOL §2-§4, §6).
+"""Pydantic models of the Z.AI chat-completions wire format (docs/protocol.md §2-§4, §6).
 
 Parsed once at the edge by :class:`~generic_framework.client.GLMClient`; the rest of the library
 works on these values. Every response model tolerates unknown fields (Z.AI adds fields freely),
@@ -183,7 +183,7 @@ class FunctionToolSpec(_Wire):
 
 
 class WebSearchConfig(_Wire):
-    """Options of the built-in server-side web search tool (ZAI-PROTOCOL §2.3)."""
+    """Options of the built-in server-side web search tool (docs/protocol.md §2.3)."""
 
     enable: bool = True
     search_engine: str = "search_pro_jina"
@@ -211,7 +211,7 @@ ToolSpec = Annotated[FunctionToolSpec | WebSearchToolSpec, Field(discriminator="
 
 
 class Thinking(_Wire):
-    """``{"type": "enabled"|"disabled", "clear_thinking": bool}`` (ZAI-PROTOCOL §9)."""
+    """``{"type": "enabled"|"disabled", "clear_thinking": bool}`` (docs/protocol.md §9)."""
 
     type: Literal["enabled", "disabled"] = "enabled"
     clear_thinking: bool | None = None

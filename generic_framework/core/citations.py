@@ -1,7 +1,8 @@
 """Numbering a turn's sources and rewriting GLM's ``[ref_N]`` markers to ``[n]``.
 
 Server-side search returns ``web_search[]`` items labelled ``refer: "ref_N"``, and the model
-cites them as ``[ref_N]`` (sometimes ``[Source: ref_N]`` or ``[ref_1, ref_2]``; ZAI-PROTOCOL §3).
+cites them as ``[ref_N]`` (sometimes ``[Source: ref_N]`` or ``[ref_1, ref_2]``;
+docs/protocol.md §3).
 Client-side results get their labels here, continuing the turn's numbering, so both modes end in
 the same :class:`~generic_framework.core.reply.Citation` list and the same ``[n]`` markers.
 

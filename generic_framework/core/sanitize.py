@@ -4,10 +4,10 @@ The invariants (checked by :func:`history_problems`, enforced by :func:`sanitize
 the messages that follow the system prompt:
 
 1. The history is empty or starts with a user message (a user message right after the system
-   prompt; lists without one were seen rejected with 1214, ZAI-PROTOCOL §5).
+   prompt; lists without one were seen rejected with 1214, docs/protocol.md §5).
 2. No system messages inside the history.
 3. No empty assistant messages: text, or tool calls, or both. Beside tool calls an empty text is
-   sent as ``null`` (ZAI-PROTOCOL §2.2).
+   sent as ``null`` (docs/protocol.md §2.2).
 4. An assistant message with tool calls is followed at once by exactly one tool message per call,
    in call order, with the matching ``tool_call_id``.
 5. Every tool message belongs to such a group.
@@ -95,7 +95,7 @@ def sanitize_history(
         messages: the history, without the system prompt.
         max_turns: keep only the last this-many turns (whole turns, so call groups stay whole).
         keep_reasoning: keep ``reasoning_content`` on assistant messages; Z.AI ignores earlier
-            turns' reasoning unless preserved thinking is on (ZAI-PROTOCOL §9), so the persona
+            turns' reasoning unless preserved thinking is on (docs/protocol.md §9), so the persona
             drops it then to save tokens and bytes.
 
     Returns:

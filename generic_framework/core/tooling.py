@@ -101,7 +101,7 @@ def build_plans(
         if "web_search" in functions:
             raise ConfigError(
                 f"persona {persona!r}: a function named 'web_search' clashes with the built-in "
-                "web_search tool (ZAI-PROTOCOL §5); rename it"
+                "web_search tool (docs/protocol.md §5); rename it"
             )
         return plain, ToolPlan([search.to_spec(), *specs], functions, builtin_search=True)
     if search.mode == "client":

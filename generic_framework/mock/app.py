@@ -1,6 +1,6 @@
 """The mock Z.AI server as an ASGI app: routes, validation, replay and faults.
 
-Routes (ZAI-PROTOCOL §1, §10):
+Routes (docs/protocol.md §1, §10):
 
 - ``POST /api/paas/v4/chat/completions`` and ``POST /api/coding/paas/v4/chat/completions``:
   JSON, or SSE when the request says ``"stream": true``.

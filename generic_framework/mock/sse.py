@@ -1,6 +1,6 @@
 """Server-sent events in Z.AI's layout, and conversion between a completion and its stream.
 
-Z.AI's stream (ZAI-PROTOCOL §4): ``data: <json>\\n\\n`` frames, no ``event:`` lines, ``role`` on
+Z.AI's stream (docs/protocol.md §4): ``data: <json>\\n\\n`` frames, no ``event:`` lines, ``role`` on
 every delta except tool-call-only ones, no ``finish_reason`` key before the last chunk, which
 carries ``finish_reason``, ``usage`` and the top-level ``web_search[]``; then ``data: [DONE]``.
 

@@ -1,6 +1,6 @@
 """What the mock rejects before it looks for a recorded answer, with Z.AI's codes.
 
-Every rejection is ``{"error": {"code": "<string>", "message": "..."}}`` (ZAI-PROTOCOL §7):
+Every rejection is ``{"error": {"code": "<string>", "message": "..."}}`` (docs/protocol.md §7):
 
 - 401 ``1001``: no ``Authorization`` header, or an empty one.
 - 401 ``1002``: a key outside the accepted set (any non-empty key is accepted by default).

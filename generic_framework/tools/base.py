@@ -38,11 +38,11 @@ __all__ = [
 ]
 
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-"""Z.AI's rule for function names (ZAI-PROTOCOL §2.3)."""
+"""Z.AI's rule for function names (docs/protocol.md §2.3)."""
 
 NO_OUTPUT = "(no output)"
 """What the model reads when a function returned nothing: an empty tool message is avoided
-(ZAI-PROTOCOL §5 found no evidence that Z.AI accepts one for function results)."""
+(docs/protocol.md §5 found no evidence that Z.AI accepts one for function results)."""
 
 _SECTION = re.compile(
     r"^(Args|Arguments|Parameters|Params|Returns|Return|Yields|Raises|Examples?|Notes?|"

@@ -1,7 +1,7 @@
 """The client-side search tool ``search_web`` (``WEB_SEARCH_MODE=client``).
 
 For endpoints that do not run the built-in ``web_search`` tool (reported for the coding endpoint,
-ZAI-PROTOCOL §0.4), the model gets an ordinary function tool instead. Its calls go through
+docs/protocol.md §0.4), the model gets an ordinary function tool instead. Its calls go through
 :meth:`GLMClient.web_search <generic_framework.client.GLMClient.web_search>` (``POST
 {base}/web_search``). The function returns :class:`SearchHits`; the persona numbers the results
 as citations and sends the model a compact JSON list in which each result carries the
@@ -22,7 +22,7 @@ from generic_framework.tools.web_search import Recency, WebSearch
 __all__ = ["SEARCH_TOOL_NAME", "SearchFunction", "SearchHits", "make_search_tool"]
 
 SEARCH_TOOL_NAME = "search_web"
-"""Not ``web_search``: ZAI-PROTOCOL §5 advises a distinct name so the model's tool prompt and
+"""Not ``web_search``: docs/protocol.md §5 advises a distinct name so the model's tool prompt and
 proxies never confuse it with the built-in tool."""
 
 SNIPPET_CHARS = 600

@@ -1,7 +1,7 @@
 """Web search as data: the persona's search settings and the built-in tool's wire form.
 
 On the general endpoint Z.AI runs the built-in ``web_search`` tool itself, in the same call, and
-returns its sources as a top-level ``web_search[]`` array (ZAI-PROTOCOL §0.1, §5). Nothing here
+returns its sources as a top-level ``web_search[]`` array (docs/protocol.md §0.1, §5). Nothing here
 executes a search: :class:`WebSearch` only says which mode a persona uses and how the built-in
 tool is configured. The client-side mode's function tool lives in
 :mod:`generic_framework.tools.search`.

@@ -1,7 +1,7 @@
 """The source of the bundled fixtures: ``python tests/mock/fixture_factory.py`` rewrites them.
 
 The bundled fixtures are synthetic (there was no key to record real ones): the answers are
-invented, the shapes follow ZAI-PROTOCOL §3-§4. Requests are built the way ``Persona`` builds
+invented, the shapes follow docs/protocol.md §3-§4. Requests are built the way ``Persona`` builds
 them (system prompt, user text with ``//`` stripped, the assistant echo without ``index``,
 one tool message per call), and every tool message holds what the real example tool returns,
 so ``generic-framework replay`` can check them against the real persona.

@@ -71,7 +71,7 @@ def completion(
     usage: tuple[int, int, int] = (120, 40, 10),
     web_search: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A chat completion in Z.AI's layout (ZAI-PROTOCOL §3)."""
+    """A chat completion in Z.AI's layout (docs/protocol.md §3)."""
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if reasoning is not None:
         message["reasoning_content"] = reasoning
