@@ -139,9 +139,7 @@ class AssistantMessage(_Wire):
         return bool(self.tool_calls)
 
     @model_serializer(mode="wrap")
-    def _null_content_beside_calls(
-        self, handler: SerializerFunctionWrapHandler
-    ) -> dict[str, Any]:
+    def _null_content_beside_calls(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         # Beside tool_calls, empty content goes out as an explicit null, never "" and never
         # missing: "content and tool_calls cannot both be empty" (docs/protocol.md §2.2).
         data: dict[str, Any] = handler(self)
