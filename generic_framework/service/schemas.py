@@ -11,6 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from generic_framework.core.reply import Citation
+from generic_framework.messages import WebSearchResult
+
 __all__ = [
     "CONVERSATION_ID_PATTERN",
     "ChatCompletionChunkOut",
@@ -20,7 +23,6 @@ __all__ = [
     "ChoiceOut",
     "ChunkChoiceOut",
     "ChunkDeltaOut",
-    "CitationOut",
     "ConversationOut",
     "ErrorDetail",
     "ErrorOut",
@@ -35,7 +37,6 @@ __all__ = [
     "TurnOut",
     "TurnRequest",
     "UsageOut",
-    "WebSearchItemOut",
 ]
 
 CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
@@ -87,30 +88,6 @@ class UsageOut(BaseModel):
     total_tokens: int = 0
 
 
-class WebSearchItemOut(BaseModel):
-    """One source, in the shape of Z.AI's top-level ``web_search[]`` items."""
-
-    title: str = ""
-    link: str = ""
-    content: str = ""
-    media: str = ""
-    icon: str = ""
-    refer: str = ""
-    publish_date: str = ""
-
-
-class CitationOut(BaseModel):
-    """One numbered source, as the answer cites it (``[1]``)."""
-
-    number: int
-    title: str = ""
-    url: str = ""
-    site: str = ""
-    snippet: str = ""
-    published: str = ""
-    ref: str = ""
-
-
 class MessageOut(BaseModel):
     """The assistant message of a completion."""
 
@@ -135,8 +112,8 @@ class ChatCompletionOut(BaseModel):
     model: str
     choices: list[ChoiceOut]
     usage: UsageOut
-    web_search: list[WebSearchItemOut] = Field(default_factory=list)
-    citations: list[CitationOut] = Field(default_factory=list)
+    web_search: list[WebSearchResult] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)
     stop_reason: str
     conversation_id: str | None = None
 
@@ -175,7 +152,7 @@ class ReplySummaryOut(BaseModel):
     """The final answer as stored: ``[ref_N]`` markers rewritten to ``[n]``."""
 
     content: str
-    citations: list[CitationOut] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)
     stop_reason: str
 
 
@@ -192,7 +169,7 @@ class ChatCompletionChunkOut(BaseModel):
     model: str
     choices: list[ChunkChoiceOut]
     usage: UsageOut | None = None
-    web_search: list[WebSearchItemOut] | None = None
+    web_search: list[WebSearchResult] | None = None
     progress: ProgressOut | None = None
     reply: ReplySummaryOut | None = None
     conversation_id: str | None = None
@@ -204,8 +181,8 @@ class TurnOut(BaseModel):
     conversation_id: str
     persona: str
     content: str
-    citations: list[CitationOut] = Field(default_factory=list)
-    web_search: list[WebSearchItemOut] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)
+    web_search: list[WebSearchResult] = Field(default_factory=list)
     rounds: list[dict[str, Any]] = Field(default_factory=list)
     usage: UsageOut
     stop_reason: str

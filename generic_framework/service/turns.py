@@ -19,19 +19,18 @@ from typing import Any, Protocol
 import anyio
 
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
-from generic_framework.core.reply import Reply
+from generic_framework.core.reply import Citation, Reply
+from generic_framework.messages import WebSearchResult
 from generic_framework.service.errors import ServiceError, map_exception
 from generic_framework.service.schemas import (
     ChatCompletionChunkOut,
     ChatMessageIn,
     ChunkChoiceOut,
     ChunkDeltaOut,
-    CitationOut,
     FinishReason,
     ProgressOut,
     ReplySummaryOut,
     UsageOut,
-    WebSearchItemOut,
 )
 
 __all__ = [
@@ -161,15 +160,15 @@ def reply_usage(reply: Reply) -> UsageOut:
     )
 
 
-def reply_citations(reply: Reply) -> list[CitationOut]:
+def reply_citations(reply: Reply) -> list[Citation]:
     """The reply's numbered citations."""
-    return [CitationOut.model_validate(c.model_dump()) for c in reply.citations]
+    return list(reply.citations)
 
 
-def reply_web_search(reply: Reply) -> list[WebSearchItemOut]:
+def reply_web_search(reply: Reply) -> list[WebSearchResult]:
     """The reply's citations in Z.AI's ``web_search[]`` shape (``refer`` = the cited label)."""
     return [
-        WebSearchItemOut(
+        WebSearchResult(
             title=c.title,
             link=c.url,
             content=c.snippet,
