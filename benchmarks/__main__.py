@@ -129,12 +129,17 @@ def parse(argv: list[str] | None) -> tuple[Config, set[str]]:
     parser.add_argument("--only", default="1,2,3,4,5,6,7", help="scenarios to run, e.g. 1,5")
     parser.add_argument("--peers", default=None, help="peers to include, or 'none'")
     parser.add_argument("--reps", type=int, default=None, help="fresh processes per row")
+    parser.add_argument(
+        "--extended", action="store_true", help="peers in the concurrency scenario too (slower)"
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = parser.parse_args(argv)
     cfg = Config.quick_config(args.out) if args.quick else Config(results_dir=args.out)
     if args.peers is not None:
         chosen = () if args.peers == "none" else tuple(p for p in args.peers.split(",") if p)
         cfg = dataclasses.replace(cfg, peers=chosen)
+    if args.extended:
+        cfg = dataclasses.replace(cfg, extended=True)
     if args.reps is not None:
         cfg = dataclasses.replace(cfg, reps=args.reps, startup_reps=max(args.reps, 1))
     return cfg, {s.strip() for s in args.only.split(",")}
@@ -159,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     for key, step in steps.items():
         if key in only:
+            begun = time.perf_counter()
             rows += step(cfg)
+            log(f"[{key}] took {time.perf_counter() - begun:.0f} s")
     if "7" in only:
         more, profile_text = profiling.profile(cfg, results)
         rows += more

@@ -33,8 +33,10 @@ def _group(filename: str, name: str) -> str:
             return group
     if filename == "~" and "pydantic_core" in name:
         return "pydantic"
+    if filename == "~" and any(word in name for word in ("socket", "select", "epoll")):
+        return "system calls (socket, epoll)"
     if filename == "~":
-        return "builtins (" + name.rsplit(" of ", maxsplit=1)[-1].strip("<>'") + ")"
+        return "other built-ins"
     return "other"
 
 
@@ -57,20 +59,21 @@ def breakdown(profile: Path) -> tuple[float, dict[str, float], list[tuple[str, f
 def profile(cfg: Config, results: Path) -> tuple[list[Row], str]:
     """Profile the library's sequential job and raw httpx's; return rows and a text summary."""
     subject = "persona" if python_for("persona") else "glmclient"
+    size = min(cfg.seq_n, 150)
     text = []
     rows = []
     with Server().running() as url:
         for client in (subject, "raw_httpx"):
             log(f"[7] profile: {client}")
             target = results / f"profile-{client}.prof"
-            run = ClientRun(client, "sequential", cfg.seq_n, cfg.seq_warmup, profile=str(target))
+            run = ClientRun(client, "sequential", size, cfg.seq_warmup, profile=str(target))
             python = python_for(client) or sys.executable
             result = run.once(python, url)
             if not result.get("ok"):
                 rows.append(Row("7", client, client, {}, f"failed: {result.get('error')}"))
                 continue
             total, groups, top = breakdown(target)
-            per_conv = total / cfg.seq_n * 1000
+            per_conv = total / size * 1000
             share = {g: s / total * 100 for g, s in sorted(groups.items(), key=lambda i: -i[1])}
             rows.append(Row("7", client, client, {"profiled_ms": {"median": per_conv}}))
             text.append(f"### {client}: {per_conv:.2f} ms per conversation under cProfile\n")
@@ -78,13 +81,13 @@ def profile(cfg: Config, results: Path) -> tuple[list[Row], str]:
             text.extend(f"| {g} | {p:.1f}% |" for g, p in share.items() if p >= 0.5)
             text.append("\n| function | own ms/conv | calls/conv |\n|---|---|---|")
             text.extend(
-                f"| `{name}` | {own / cfg.seq_n * 1000:.3f} | {calls / cfg.seq_n:.1f} |"
+                f"| `{name}` | {own / size * 1000:.3f} | {calls / size:.1f} |"
                 for name, own, calls in top
             )
             text.append("")
             if has_module(python, "pyinstrument") and not cfg.quick:
                 tree = results / f"profile-{client}.txt"
-                ClientRun(client, "sequential", cfg.seq_n, cfg.seq_warmup, profile=str(tree)).once(
+                ClientRun(client, "sequential", size, cfg.seq_warmup, profile=str(tree)).once(
                     python, url
                 )
     return rows, "\n".join(text)

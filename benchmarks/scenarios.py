@@ -26,14 +26,16 @@ class Config:
     quick: bool = False
     reps: int = 5
     seq_n: int = 300
-    seq_warmup: int = 10
+    seq_warmup: int = 5
     conc_n: int = 500
     conc_latency: float = 0.1
-    stream_n: int = 50
+    stream_n: int = 30
     stream_chunks: int = 201
     parallel_n: int = 5
-    startup_reps: int = 7
+    startup_reps: int = 5
     peers: tuple[str, ...] = ("openai", "zai", "pydantic_ai", "litellm")
+    extended: bool = False
+    """Also run the peers (and raw httpx2) in the concurrency scenario: about 4 more minutes."""
     results_dir: str = "benchmarks/results"
 
     @classmethod
@@ -156,6 +158,8 @@ CONCURRENCY: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         "GLMClient on httpx2, 100 connections, 100 in flight",
         {"lib": "httpx2", "max_connections": 100, "llm_max_concurrency": 100},
     ),
+)
+EXTENDED_CONCURRENCY: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("raw_httpx2", "raw_httpx", "raw httpx2, default pool (100, 20 kept alive)", {"lib": "httpx2"}),
 )
 
@@ -163,9 +167,12 @@ CONCURRENCY: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
 def concurrency(cfg: Config) -> list[Row]:
     """``conc_n`` conversations at once, ``conc_latency`` seconds per server answer."""
     rows = []
-    peers = tuple((p, p, client_spec(p).label, {}) for p in cfg.peers)
+    extra: tuple[tuple[str, str, str, dict[str, Any]], ...] = ()
+    if cfg.extended:
+        peers = tuple((p, p, client_spec(p).label, {}) for p in cfg.peers)
+        extra = (*EXTENDED_CONCURRENCY, *peers)
     with Server(latency=cfg.conc_latency).running() as url:
-        for key, client, label, options in (*CONCURRENCY, *peers):
+        for key, client, label, options in (*CONCURRENCY, *extra):
             log(f"[2] concurrency: {key}")
             if options.get("lib") == "httpx2" and not has_module(sys.executable, "httpx2"):
                 rows.append(Row("2", key, label, {}, "skipped: httpx2 is not installed"))
