@@ -236,12 +236,26 @@ def run_serve(host: str | None, port: int | None) -> int:
     return EXIT_OK
 
 
-def run_mock(fixtures: list[Path], host: str, port: int, latency_ms: int) -> int:
+def run_mock(
+    fixtures: list[Path],
+    host: str,
+    port: int,
+    latency_ms: int,
+    fail_rate: float = 0.0,
+    fail_seed: int = 0,
+) -> int:
     """The ``mock`` command."""
     from generic_framework.mock import serve_forever
 
     try:
-        serve_forever(fixtures, host=host, port=port, latency_ms=latency_ms)
+        serve_forever(
+            fixtures,
+            host=host,
+            port=port,
+            latency_ms=latency_ms,
+            fail_rate=fail_rate,
+            fail_seed=fail_seed,
+        )
     except ConfigError as exc:
         _err(f"error: {exc}")
         return EXIT_USAGE

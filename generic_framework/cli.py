@@ -120,11 +120,20 @@ def mock(
     latency_ms: Annotated[
         int, typer.Option("--latency-ms", min=0, help="Added delay per response.")
     ] = 0,
+    fail_rate: Annotated[
+        float,
+        typer.Option(
+            "--fail-rate", min=0.0, max=1.0, help="Fraction of requests answered 503 (0-1)."
+        ),
+    ] = 0.0,
+    fail_seed: Annotated[
+        int, typer.Option("--fail-seed", help="Seed of the --fail-rate failures.")
+    ] = 0,
 ) -> None:
     """Run the mock Z.AI server, replaying recorded fixtures."""
     from generic_framework._chat import run_mock
 
-    raise typer.Exit(run_mock(fixtures or [], host, port, latency_ms))
+    raise typer.Exit(run_mock(fixtures or [], host, port, latency_ms, fail_rate, fail_seed))
 
 
 @app.command(epilog=_EPILOG)

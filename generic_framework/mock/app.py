@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
+import threading
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,7 @@ __all__ = [
     "CODING_PREFIX",
     "GENERAL_PREFIX",
     "MockApp",
+    "RandomFailures",
     "create_app",
     "resolve_fixtures",
 ]
@@ -162,6 +165,58 @@ async def _drop(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": b"{", "more_body": True})
 
 
+async def _drop_mid_body(
+    scope: Scope, receive: Receive, send: Send, body: bytes, after_bytes: int
+) -> None:
+    """Promise the whole body, send its first ``after_bytes`` bytes, then close the connection.
+
+    The transport is closed (not aborted) so the bytes already written reach the client first.
+    """
+    head = body[: min(after_bytes, max(len(body) - 1, 0))]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", JSON_TYPE), (b"content-length", b"%d" % len(body))],
+        }
+    )
+    await send({"type": "http.response.body", "body": head, "more_body": True})
+    cycle = getattr(scope.get(RAW_SEND), "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    if transport is not None:
+        transport.close()
+        await _wait_for_disconnect(receive)
+
+
+class RandomFailures:
+    """Fail a fraction of valid API requests with HTTP 503, reproducibly.
+
+    The n-th valid request fails when the n-th draw of a generator seeded with ``seed`` is below
+    ``rate``: the same seed gives the same sequence of failures and successes, whichever
+    requests they land on. A failed request uses no exchange; a retry asks again.
+
+    Args:
+        rate: the fraction of requests to fail, 0-1.
+        seed: the generator's seed.
+    """
+
+    error = MockError(
+        503, "1305", "The service may be temporarily overloaded, please try again later"
+    )
+
+    def __init__(self, rate: float, seed: int = 0) -> None:
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"the failure rate must be between 0 and 1 (got {rate})")
+        self.rate = rate
+        self._random = random.Random(seed)  # noqa: S311 - reproducible faults, not secrets
+        self._lock = threading.Lock()
+
+    def next(self) -> bool:
+        """True when the next request must fail."""
+        with self._lock:
+            return self._random.random() < self.rate
+
+
 class MockApp:
     """The mock server's ASGI app. Build it with :func:`create_app`.
 
@@ -169,6 +224,7 @@ class MockApp:
         catalog: the loaded fixtures, their progress and the served log.
         api_keys: accepted keys, or None to accept any non-empty key.
         latency: seconds added before every answer.
+        failures: the random failure injector (``fail_rate``), or None.
     """
 
     def __init__(
@@ -177,10 +233,13 @@ class MockApp:
         *,
         api_keys: Iterable[str] | None = None,
         latency_ms: float = 0,
+        fail_rate: float = 0.0,
+        fail_seed: int = 0,
     ) -> None:
         self.catalog = Catalog(fixtures)
         self.api_keys = frozenset(api_keys) if api_keys is not None else None
         self.latency = max(latency_ms, 0) / 1000
+        self.failures = RandomFailures(fail_rate, fail_seed) if fail_rate > 0 else None
         self._routes: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]] = {
             **dict.fromkeys(CHAT_PATHS, self._chat),
             **dict.fromkeys(SEARCH_PATHS, self._web_search),
@@ -260,6 +319,12 @@ class MockApp:
             self.catalog.note_rejected()
             await _send_error(send, error)
             return
+        if self.failures is not None and self.failures.next():
+            self.catalog.note_injected()
+            if self.latency:
+                await asyncio.sleep(self.latency)
+            await _send_error(send, self.failures.error)
+            return
         try:
             selection = self.catalog.select(request)
         except MockError as error:
@@ -302,7 +367,10 @@ class MockApp:
                 send, MockError(failure.status, failure.code, failure.message, headers=retry)
             )
         elif isinstance(failure, DropConnectionFault):
-            await _drop(scope, receive, send)
+            if failure.after_bytes:
+                await _drop_mid_body(scope, receive, send, exchange.json_body, failure.after_bytes)
+            else:
+                await _drop(scope, receive, send)
         elif isinstance(failure, MalformedBodyFault):
             await self._malformed(send, exchange, failure, stream)
         elif stream and exchange.sse_frames is not None:
@@ -326,11 +394,13 @@ class MockApp:
             broken = fault.body.encode()
         else:
             broken = exchange.json_body[: max(1, len(exchange.json_body) // 2)]
-        if stream and exchange.sse_frames is not None:
+        if fault.content_type is not None:
+            await _send_bytes(send, fault.status, fault.content_type.encode(), broken)
+        elif stream and exchange.sse_frames is not None:
             frames = b"data: " + broken + b"\n\ndata: [DONE]\n\n"
-            await _send_bytes(send, 200, SSE_TYPE, frames)
+            await _send_bytes(send, fault.status, SSE_TYPE, frames)
         else:
-            await _send_bytes(send, 200, JSON_TYPE, broken)
+            await _send_bytes(send, fault.status, JSON_TYPE, broken)
 
     @staticmethod
     async def _stream(
@@ -402,6 +472,8 @@ def create_app(
     *,
     api_keys: Iterable[str] | None = None,
     latency_ms: float = 0,
+    fail_rate: float = 0.0,
+    fail_seed: int = 0,
 ) -> MockApp:
     """Build the mock server's ASGI app.
 
@@ -410,8 +482,18 @@ def create_app(
             :class:`Fixture` objects and paths.
         api_keys: the accepted API keys; ``None`` accepts any non-empty key.
         latency_ms: milliseconds to wait before every answer.
+        fail_rate: the fraction of valid API requests answered with HTTP 503 / 1305 (see
+            :class:`RandomFailures`).
+        fail_seed: the seed of those failures.
 
     Raises:
         FixtureError: a fixture file is invalid or two fixtures share a name.
+        ValueError: ``fail_rate`` is outside 0-1.
     """
-    return MockApp(resolve_fixtures(fixtures), api_keys=api_keys, latency_ms=latency_ms)
+    return MockApp(
+        resolve_fixtures(fixtures),
+        api_keys=api_keys,
+        latency_ms=latency_ms,
+        fail_rate=fail_rate,
+        fail_seed=fail_seed,
+    )

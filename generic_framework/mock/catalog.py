@@ -182,7 +182,14 @@ class Catalog:
                 index.setdefault(exchange.key, []).append((state, exchange))
         self.log: deque[LogEntry] = deque(maxlen=_LOG_LIMIT)
         self.unmatched: deque[dict[str, Any]] = deque(maxlen=_UNMATCHED_LIMIT)
-        self.counts = {"requests": 0, "served": 0, "faults": 0, "unmatched": 0, "rejected": 0}
+        self.counts = {
+            "requests": 0,
+            "served": 0,
+            "faults": 0,
+            "injected": 0,
+            "unmatched": 0,
+            "rejected": 0,
+        }
 
     # ------------------------------------------------------------------ selection
 
@@ -249,6 +256,12 @@ class Catalog:
         with self._lock:
             self.counts["requests"] += 1
             self.counts["rejected"] += 1
+
+    def note_injected(self) -> None:
+        """Count a request failed by the random failure rate (no exchange is used)."""
+        with self._lock:
+            self.counts["requests"] += 1
+            self.counts["injected"] += 1
 
     # ------------------------------------------------------------------ diagnostics
 

@@ -140,16 +140,29 @@ class HTTPErrorFault(_FailureFault):
 
 
 class DropConnectionFault(_FailureFault):
-    """Close the connection without sending any response."""
+    """Close the connection: before any byte, or after ``after_bytes`` bytes of the body.
+
+    With ``after_bytes``, the response head promises the whole recorded body (its
+    ``Content-Length``) and the connection closes part-way through it.
+    """
 
     kind: Literal["drop_connection"] = "drop_connection"
+    after_bytes: int = Field(default=0, ge=0)
 
 
 class MalformedBodyFault(_FailureFault):
-    """Answer 200 with a body that is not valid JSON (by default, the recorded body cut short)."""
+    """Answer with a body that is not the JSON the client expects.
+
+    By default: status 200 and the recorded body cut short (for a stream, one truncated frame
+    and ``[DONE]``). ``body`` gives the text instead (``""`` is an empty body). ``status`` and
+    ``content_type`` send the text verbatim with that status and type, stream or not: a
+    proxy's HTML error page is ``{"status": 502, "content_type": "text/html", "body": ...}``.
+    """
 
     kind: Literal["malformed_body"] = "malformed_body"
     body: str | None = None
+    status: int = Field(default=200, ge=100, le=599)
+    content_type: str | None = None
 
 
 class StallStreamFault(_FailureFault):

@@ -218,6 +218,8 @@ def serve_forever(
     port: int = 8090,
     latency_ms: float = 0,
     api_keys: Iterable[str] | None = None,
+    fail_rate: float = 0.0,
+    fail_seed: int = 0,
     echo: Callable[[str], None] = print,
 ) -> None:
     """Serve the mock in the foreground until interrupted (``generic-framework mock``).
@@ -229,14 +231,25 @@ def serve_forever(
         port: the port (``0`` picks a free one).
         latency_ms: milliseconds to wait before every answer.
         api_keys: accepted keys; ``None`` accepts any non-empty key.
+        fail_rate: the fraction of valid API requests answered with HTTP 503 / 1305.
+        fail_seed: the seed that makes those failures reproducible.
         echo: where the start-up summary is written.
 
     Raises:
         FixtureError: a fixture file is invalid.
+        ValueError: ``fail_rate`` is outside 0-1.
     """
     sources: FixtureSource = [fixtures] if isinstance(fixtures, str | Path) else fixtures or None
-    app = create_app(sources, api_keys=api_keys, latency_ms=latency_ms)
+    app = create_app(
+        sources,
+        api_keys=api_keys,
+        latency_ms=latency_ms,
+        fail_rate=fail_rate,
+        fail_seed=fail_seed,
+    )
     echo(f"Mock Z.AI: {len(app.fixtures)} fixture(s) loaded")
+    if fail_rate:
+        echo(f"  failing {fail_rate:.1%} of requests with HTTP 503 (seed {fail_seed})")
     echo(f"  general endpoint: http://{host}:{port}{GENERAL_PREFIX}")
     echo(f"  coding endpoint:  http://{host}:{port}{CODING_PREFIX}")
     echo(f"  report:           http://{host}:{port}/mock/report")
