@@ -20,7 +20,7 @@ from pathlib import Path
 from benchmarks import profiling, startup
 from benchmarks.mockbench import mock_rps
 from benchmarks.report import render
-from benchmarks.runner import PEER_VENV, PINNING, ROOT, log
+from benchmarks.runner import PEER_VENV, PINNING, ROOT, log, run_dir
 from benchmarks.scenarios import (
     Config,
     Row,
@@ -85,7 +85,7 @@ def machine() -> dict[str, object]:
         ["git", "rev-parse", "--short", "HEAD"],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=run_dir(),
         check=False,
     ).stdout.strip()
     return {
@@ -96,6 +96,7 @@ def machine() -> dict[str, object]:
         "pinning": PINNING,
         "load_before": os.getloadavg(),
         "commit": commit,
+        "patched": os.environ.get("BENCH_PYTHONPATH", ""),
         "packages": {n: v for n in _PACKAGES if (v := _version(n))},
         "peer_environment": _peer_versions(),
     }
@@ -110,7 +111,8 @@ def header(facts: dict[str, object], cfg: Config, seconds: float) -> str:
             "# Benchmark run" + (" (quick: sizes too small to mean anything)" if cfg.quick else ""),
             "",
             f"- machine: {facts['nproc']} CPUs, {facts['cpu']}; {facts['platform']}",
-            f"- Python {facts['python']}; commit {facts['commit']}; pinned: {facts['pinning']}",
+            f"- Python {facts['python']}; commit {facts['commit']}; pinned: {facts['pinning']}"
+            + (f"; package from {facts['patched']}" if facts.get("patched") else ""),
             f"- load average before: {facts['load_before']}; after: {facts.get('load_after')}",
             f"- packages: {packages}",
             f"- peers' environment: {peers or 'none'}",

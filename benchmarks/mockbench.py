@@ -17,6 +17,7 @@ from benchmarks.runner import (
     has_module,
     log,
     pinned,
+    run_dir,
     summary,
 )
 from benchmarks.scenarios import Config, Row
@@ -33,7 +34,7 @@ def _mock() -> Iterator[int]:
         stdout=subprocess.PIPE,
         text=True,
         env=child_env(),
-        cwd=ROOT,
+        cwd=run_dir(),
     )
     assert proc.stdout is not None and proc.stdin is not None
     try:
@@ -63,7 +64,7 @@ def _load(port: int, body: Path, duration: float) -> dict[str, object]:
         capture_output=True,
         text=True,
         env=child_env(),
-        cwd=ROOT,
+        cwd=run_dir(),
         timeout=duration + 60,
         check=False,
     )

@@ -43,10 +43,21 @@ def pinned(cmd: Sequence[str], cpu: int | None) -> list[str]:
     return list(cmd)
 
 
+def run_dir() -> Path:
+    """Where children run: not the project root, so ``PYTHONPATH`` decides what is imported."""
+    path = ROOT / "benchmarks" / "results"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def child_env() -> dict[str, str]:
-    """The environment of every child: the project importable, no stray configuration."""
+    """The environment of every child: the project importable, no stray configuration.
+
+    ``BENCH_PYTHONPATH`` (optional) goes first, to measure a patched copy of the package.
+    """
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT)
+    extra = [p for p in os.environ.get("BENCH_PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join([*extra, str(ROOT)])
     for name in ("OPENAI_API_KEY", "ZAI_API_KEY", "OPENAI_BASE_URL", "ZAI_BASE_URL"):
         env.pop(name, None)
     env.setdefault("PYTHONDONTWRITEBYTECODE", "0")
@@ -106,7 +117,7 @@ class Server:
             stdout=subprocess.PIPE,
             text=True,
             env=child_env(),
-            cwd=ROOT,
+            cwd=run_dir(),
         )
         assert proc.stdout is not None and proc.stdin is not None
         try:
@@ -160,7 +171,7 @@ class ClientRun:
                 capture_output=True,
                 text=True,
                 env=child_env(),
-                cwd=ROOT,
+                cwd=run_dir(),
                 timeout=self.timeout,
                 check=False,
             )

@@ -10,13 +10,13 @@ from pathlib import Path
 from benchmarks.runner import (
     CLIENT_CPU,
     PEER_VENV,
-    ROOT,
     ClientRun,
     Server,
     child_env,
     has_module,
     log,
     pinned,
+    run_dir,
     summary,
 )
 from benchmarks.scenarios import Config, Row, python_for
@@ -46,7 +46,7 @@ def _spawn_wall(cmd: list[str]) -> float | None:
         pinned(cmd, CLIENT_CPU),
         capture_output=True,
         env=child_env(),
-        cwd=ROOT,
+        cwd=run_dir(),
         timeout=120,
         check=False,
     )
@@ -60,7 +60,7 @@ def _import_time(python: str, module: str) -> float | None:
         capture_output=True,
         text=True,
         env=child_env(),
-        cwd=ROOT,
+        cwd=run_dir(),
         timeout=120,
         check=False,
     )
