@@ -4,8 +4,9 @@ Limits, and why:
 
 - ``BOT_API_TOKEN`` unset: binding anything but a loopback address is refused
   (:func:`check_bind`), because ``/v1`` would then be open to the network.
-- A connection must send its first request head within :data:`HEAD_TIMEOUT` seconds, and an idle
-  keep-alive connection is closed after :data:`KEEP_ALIVE_TIMEOUT`; a request body must arrive
+- A connection must send each request head whole within :data:`HEAD_TIMEOUT` seconds (of
+  connecting, or of the previous response), and an idle keep-alive connection is closed after
+  :data:`KEEP_ALIVE_TIMEOUT`; a request body must arrive
   within 30 s (:class:`~generic_framework.service.middleware.BodyLimitMiddleware`). So a client
   that connects and says nothing, or trickles its body, cannot hold a connection for long.
 - Request heads are capped at :data:`MAX_HEAD_BYTES`; at most :data:`MAX_CONNECTIONS`
@@ -74,10 +75,12 @@ def check_bind(settings: Settings, host: str) -> None:
 
 
 def _guarded_protocol(head_timeout: float) -> type[H11Protocol]:
-    """uvicorn's h11 protocol, closing connections that send no request head in time.
+    """uvicorn's h11 protocol, closing connections that send no whole request head in time.
 
-    uvicorn's own keep-alive timer starts only after a first response, so without this a
-    client could open connections and never speak.
+    The head of every request must arrive within ``head_timeout`` of the connection opening or
+    of the previous response ending. uvicorn's own keep-alive timer starts only after a first
+    response and is cancelled by the first byte of the next request, so without this a client
+    could open connections and never speak, or trickle a request head forever.
     """
 
     class GuardedH11Protocol(H11Protocol):
@@ -85,10 +88,21 @@ def _guarded_protocol(head_timeout: float) -> type[H11Protocol]:
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            self._arm_head_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._arm_head_timer()
+
+        def _arm_head_timer(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
             self._head_timer = self.loop.call_later(head_timeout, self._head_expired)
 
         def _head_expired(self) -> None:
-            if self.cycle is None and not self.transport.is_closing():
+            waiting = self.cycle is None or self.cycle.response_complete
+            if waiting and not self.transport.is_closing():
                 self.transport.close()
 
         def connection_lost(self, exc: Exception | None) -> None:
