@@ -81,7 +81,7 @@ def mock_rps(cfg: Config) -> list[Row]:
     request = json.loads(FIXTURE.read_text(encoding="utf-8"))["exchanges"][0]["request"]["body"]
     results = Path(cfg.results_dir)
     rows = []
-    duration = 0.5 if cfg.quick else 3.0
+    duration = 0.5 if cfg.quick else 2.0
     with _mock() as port:
         for stream in (False, True):
             body = results / f"mock-body-{'sse' if stream else 'json'}.json"
