@@ -213,7 +213,9 @@ class _History:
             raise _bad_messages(f"messages[{index}] is a tool message without tool_call_id")
         if not isinstance(message.get("content"), str):
             raise _bad_messages(f"messages[{index}].content of a tool message must be a string")
-        if call_id in self.answered:
+        # Pending first: a later assistant message may make a call with an id seen in an
+        # earlier turn (a recorded tool round replayed twice in one conversation).
+        if call_id not in self.pending and call_id in self.answered:
             raise _bad_messages(f"messages[{index}] answers tool call {call_id!r} a second time")
         if call_id not in self.pending:
             raise _bad_messages(
