@@ -303,7 +303,8 @@ def build_fixture(
         "persona": persona,
         "user_input": user_input,
         "settings": settings or {},
-        "expected": _expected(reply, error),
+        # The reply was built from the unscrubbed answer; scrubbed, it is what a replay gives.
+        "expected": scrub(_expected(reply, error), known),
         "exchanges": complete,
     }
     try:
