@@ -65,7 +65,8 @@ class BearerAuthMiddleware:
         await _send_error(
             send,
             401,
-            "missing or invalid bearer token: send 'Authorization: Bearer <BOT_API_TOKEN>'",
+            "missing or invalid bearer token; send the header Authorization with the value "
+            "'Bearer <BOT_API_TOKEN>'",
             type_="authentication_error",
             code="invalid_api_key",
             headers=((b"www-authenticate", b'Bearer realm="generic-framework"'),),

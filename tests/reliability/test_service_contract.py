@@ -1,0 +1,26 @@
+"""Contract details the OpenAPI fuzzing turned up, pinned down one by one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from service_fakes import TOKEN, FakePersona
+
+from generic_framework.config import Settings
+from generic_framework.service import create_app
+
+
+def client(tmp_path: Path) -> httpx.AsyncClient:
+    settings = Settings(bot_api_token=TOKEN, data_dir=tmp_path)
+    app = create_app(settings, personas={"scout": FakePersona()})
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bot")
+
+
+async def test_the_401_message_says_how_to_authenticate(tmp_path: Path) -> None:
+    async with client(tmp_path) as bot:
+        refused = await bot.get("/v1/models")
+    assert refused.status_code == 401
+    message = refused.json()["error"]["message"]
+    assert "***" not in message
+    assert "'Bearer <BOT_API_TOKEN>'" in message
