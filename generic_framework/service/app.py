@@ -120,6 +120,12 @@ def _middleware(settings: Settings) -> list[Middleware]:
     return stack
 
 
+async def _conversation(request: Request) -> Response:
+    if request.method == "DELETE":
+        return await api.delete_conversation(request)
+    return await api.get_conversation(request)
+
+
 def _routes() -> list[Route | Mount]:
     return [
         Route("/", _index, methods=["GET"]),
@@ -129,8 +135,8 @@ def _routes() -> list[Route | Mount]:
         Route("/v1/models", api.list_models, methods=["GET"]),
         Route("/v1/chat/completions", api.chat_completions, methods=["POST"]),
         Route("/v1/conversations/{conversation_id}/messages", api.post_message, methods=["POST"]),
-        Route("/v1/conversations/{conversation_id}", api.get_conversation, methods=["GET"]),
-        Route("/v1/conversations/{conversation_id}", api.delete_conversation, methods=["DELETE"]),
+        # One route for both methods, so a 405 there lists both in its Allow header.
+        Route("/v1/conversations/{conversation_id}", _conversation, methods=["GET", "DELETE"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 

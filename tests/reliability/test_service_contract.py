@@ -24,3 +24,13 @@ async def test_the_401_message_says_how_to_authenticate(tmp_path: Path) -> None:
     message = refused.json()["error"]["message"]
     assert "***" not in message
     assert "'Bearer <BOT_API_TOKEN>'" in message
+
+
+async def test_a_405_on_a_conversation_allows_both_of_its_methods(tmp_path: Path) -> None:
+    async with client(tmp_path) as bot:
+        refused = await bot.put(
+            "/v1/conversations/c1", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+    assert refused.status_code == 405
+    allowed = {method.strip() for method in refused.headers["allow"].split(",")}
+    assert {"GET", "DELETE"} <= allowed
