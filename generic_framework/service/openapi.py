@@ -95,7 +95,9 @@ def _paths() -> dict[str, Any]:
                 public=True,
             )
         },
-        "/v1/models": {"get": _op("The personas, as models", {"200": _ok(ModelListOut)})},
+        "/v1/models": {
+            "get": _op("The personas, as models", {"200": _ok(ModelListOut), **_errors(401)})
+        },
         "/v1/chat/completions": {
             "post": _op(
                 "OpenAI-compatible chat completion; `model` is a persona name",

@@ -1,0 +1,50 @@
+"""Schemathesis against the service's own OpenAPI document: no 5xx, no schema violations.
+
+The service runs in-process over ASGI with a scripted persona (``service_fakes.FakePersona``),
+so every 5xx would be the service's own fault, never the upstream's. Examples are bounded so the
+run takes about a minute.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from service_fakes import TOKEN, FakePersona
+
+from generic_framework.config import Settings
+from generic_framework.core.history import ConversationStore
+from generic_framework.service import create_app
+
+pytestmark = pytest.mark.slow
+
+EXAMPLES = 400
+"""Per operation (seven of them): about a minute in all on a CI machine."""
+
+# Schemathesis reads the schema when the module is collected, so the app exists by then.
+_DATA = Path(tempfile.mkdtemp(prefix="gf-fuzz-"))
+_STORE = ConversationStore(_DATA / "conversations.sqlite3")
+APP = create_app(
+    Settings(api_key="fuzz-key", bot_api_token=TOKEN, data_dir=_DATA, bot_max_message_chars=2000),
+    personas={"scout": FakePersona(), "helper": FakePersona("helper")},
+    store=_STORE,
+)
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cleanup() -> Iterator[None]:
+    yield
+    _STORE.close()
+    shutil.rmtree(_DATA, ignore_errors=True)
+
+
+@schema.parametrize()
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+def test_the_api_keeps_its_contract(case: schemathesis.Case) -> None:
+    case.call_and_validate(headers={"Authorization": f"Bearer {TOKEN}"})
