@@ -62,13 +62,20 @@ _UNMATCHED_LIMIT = 200
 def _prepare_all(fixture: Fixture) -> list[PreparedExchange]:
     """Prepare a fixture's exchanges, refusing recorded requests the mock itself would reject."""
     prepared = []
+    where = fixture.source or fixture.name
     for index, exchange in enumerate(fixture.exchanges):
-        item = prepare(exchange, index, fixture.match)
+        try:
+            item = prepare(exchange, index, fixture.match)
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as exc:
+            # The format types bodies and events only as JSON; a shape the mock cannot serve
+            # (a message that is not an object, an event without choices) ends up here.
+            raise FixtureError(
+                f"fixture {where}: exchange {index} cannot be served: {type(exc).__name__}: {exc}"
+            ) from None
         if item.kind == "chat":
             try:
                 validate_chat(exchange.request.body)
             except MockError as error:
-                where = fixture.source or fixture.name
                 raise FixtureError(
                     f"fixture {where}: exchange {index} records a request the mock rejects: "
                     f"{error.code} {error.message}"

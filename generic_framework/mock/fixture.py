@@ -295,8 +295,14 @@ def load_fixture(path: str | Path) -> Fixture:
         data = json.loads(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise FixtureError(f"cannot read fixture {file}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise FixtureError(
+            f"fixture {file} is not UTF-8 text: {exc.reason} at byte {exc.start}"
+        ) from None
     except json.JSONDecodeError as exc:
         raise FixtureError(f"fixture {file} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise FixtureError(f"fixture {file} is nested too deeply to be a fixture") from None
     try:
         fixture = Fixture.model_validate(data)
     except ValidationError as exc:
