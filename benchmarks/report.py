@@ -48,6 +48,9 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a is not None and b else "-"
 
 
+_OWN = frozenset({"raw_httpx", "persona", "persona_inline", "glmclient"})
+
+
 def verdicts(rows: list[Row]) -> list[Verdict]:
     """Check every target of the benchmark plan against this run's medians."""
     out: list[Verdict] = []
@@ -62,9 +65,9 @@ def verdicts(rows: list[Row]) -> list[Verdict]:
             )
         )
         peers = [
-            (r.label, r.metrics["cpu_ms"]["median"])
-            for r in seq  # type: ignore[index]
-            if r.key not in ("raw_httpx", "persona", "glmclient") and r.metrics.get("cpu_ms")
+            (r.label, r.metrics["cpu_ms"]["median"])  # type: ignore[index]
+            for r in seq
+            if r.key not in _OWN and r.metrics.get("cpu_ms")
         ]
         if peers:
             best = min(peers, key=lambda p: p[1])

@@ -85,29 +85,55 @@ def missing_note(client: str) -> str:
     return f"skipped: `{spec.needs}` is not installed"
 
 
-def repeat(
-    cfg: Config,
-    run: ClientRun,
-    url: str,
-    metrics: dict[str, Callable[[dict[str, Any]], float | None]],
-) -> tuple[dict[str, dict[str, float] | None], str]:
-    """Run ``run`` ``cfg.reps`` times in fresh processes; summarise each metric."""
-    python = python_for(run.client)
-    if python is None:
-        return {}, missing_note(run.client)
-    samples: dict[str, list[float | None]] = {name: [] for name in metrics}
-    errors = []
-    for _ in range(cfg.reps):
-        result = run.once(python, url)
-        if not result.get("ok"):
-            errors.append(str(result.get("error")))
+Metrics = dict[str, Callable[[dict[str, Any]], float | None]]
+
+
+@dataclass
+class _Series:
+    """The repetitions of one row while they are collected."""
+
+    row: Row
+    run: ClientRun
+    python: str | None
+    samples: dict[str, list[float | None]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+def interleaved(
+    cfg: Config, rows: list[tuple[Row, ClientRun]], url: str, metrics: Metrics
+) -> list[Row]:
+    """Run every row ``cfg.reps`` times, one repetition of each row in turn.
+
+    Interleaving spreads slow drifts of the machine's load over all rows alike, so the ratios
+    between rows (the targets) suffer less from them than the absolute numbers.
+    """
+    series = [_Series(row, run, python_for(run.client)) for row, run in rows]
+    for item in series:
+        item.samples = {name: [] for name in metrics}
+        if item.python is None:
+            item.row.note = missing_note(item.run.client)
+    for rep in range(cfg.reps):
+        for item in series:
+            if item.python is None:
+                continue
+            log(f"[{item.row.scenario}] {item.row.key}: repetition {rep + 1} of {cfg.reps}")
+            result = item.run.once(item.python, url)
+            if not result.get("ok"):
+                item.errors.append(str(result.get("error")))
+                continue
+            for name, pick in metrics.items():
+                item.samples[name].append(pick(result))
+    for item in series:
+        if item.python is None:
             continue
-        for name, pick in metrics.items():
-            samples[name].append(pick(result))
-    note = f"{len(errors)} of {cfg.reps} runs failed: {errors[0]}" if errors else ""
-    if python != sys.executable:
-        note = (note + "; " if note else "") + "run in the peers' environment"
-    return {name: summary(values) for name, values in samples.items()}, note
+        item.row.metrics = {name: summary(values) for name, values in item.samples.items()}
+        notes = []
+        if item.errors:
+            notes.append(f"{len(item.errors)} of {cfg.reps} runs failed: {item.errors[0]}")
+        if item.python != sys.executable:
+            notes.append("run in the peers' environment")
+        item.row.note = "; ".join(notes)
+    return [item.row for item in series]
 
 
 def ms(key: str) -> Callable[[dict[str, Any]], float | None]:
@@ -122,21 +148,29 @@ def raw(key: str) -> Callable[[dict[str, Any]], float | None]:
 
 # --------------------------------------------------------------------------- 1. sequential CPU
 
-SEQUENTIAL = ("raw_httpx", "persona", "glmclient")
+SEQUENTIAL: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+    ("raw_httpx", "raw_httpx", "raw httpx, one pooled AsyncClient (the floor)", {}),
+    ("persona", "persona", "Persona, sync tool (runs in a worker thread)", {}),
+    ("persona_inline", "persona", "Persona, tool declared inline=True", {"inline_tool": True}),
+    ("glmclient", "glmclient", "GLMClient with a hand loop", {}),
+)
 
 
 def sequential_cpu(cfg: Config) -> list[Row]:
     """Client CPU per two-round conversation, ``seq_n`` in sequence, zero latency."""
-    rows = []
+    runs = [
+        (
+            Row("1", key, label),
+            ClientRun(client, "sequential", cfg.seq_n, cfg.seq_warmup, options),
+        )
+        for key, client, label, options in (
+            *SEQUENTIAL,
+            *((p, p, client_spec(p).label, {}) for p in cfg.peers),
+        )
+    ]
+    metrics: Metrics = {"cpu_ms": ms("cpu_per_conv"), "wall_ms": ms("wall_per_conv")}
     with Server().running() as url:
-        for client in (*SEQUENTIAL, *cfg.peers):
-            log(f"[1] sequential CPU: {client}")
-            run = ClientRun(client, "sequential", cfg.seq_n, cfg.seq_warmup)
-            metrics, note = repeat(
-                cfg, run, url, {"cpu_ms": ms("cpu_per_conv"), "wall_ms": ms("wall_per_conv")}
-            )
-            rows.append(Row("1", client, client_spec(client).label, metrics, note))
-    return rows
+        return interleaved(cfg, runs, url, metrics)
 
 
 # --------------------------------------------------------------------------- 2. concurrency
@@ -166,23 +200,19 @@ EXTENDED_CONCURRENCY: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
 
 def concurrency(cfg: Config) -> list[Row]:
     """``conc_n`` conversations at once, ``conc_latency`` seconds per server answer."""
-    rows = []
     extra: tuple[tuple[str, str, str, dict[str, Any]], ...] = ()
     if cfg.extended:
         peers = tuple((p, p, client_spec(p).label, {}) for p in cfg.peers)
         extra = (*EXTENDED_CONCURRENCY, *peers)
+    rows, runs = [], []
+    for key, client, label, options in (*CONCURRENCY, *extra):
+        if options.get("lib") == "httpx2" and not has_module(sys.executable, "httpx2"):
+            rows.append(Row("2", key, label, {}, "skipped: httpx2 is not installed"))
+            continue
+        runs.append((Row("2", key, label), ClientRun(client, "concurrent", cfg.conc_n, 1, options)))
+    metrics: Metrics = {"wall_s": raw("wall"), "cpu_s": raw("cpu"), "rss_mb": raw("rss_mb")}
     with Server(latency=cfg.conc_latency).running() as url:
-        for key, client, label, options in (*CONCURRENCY, *extra):
-            log(f"[2] concurrency: {key}")
-            if options.get("lib") == "httpx2" and not has_module(sys.executable, "httpx2"):
-                rows.append(Row("2", key, label, {}, "skipped: httpx2 is not installed"))
-                continue
-            run = ClientRun(client, "concurrent", cfg.conc_n, 1, options)
-            metrics, note = repeat(
-                cfg, run, url, {"wall_s": raw("wall"), "cpu_s": raw("cpu"), "rss_mb": raw("rss_mb")}
-            )
-            rows.append(Row("2", key, label, metrics, note))
-    return rows
+        return interleaved(cfg, runs, url, metrics) + rows
 
 
 # --------------------------------------------------------------------------- 3. parallel tools
@@ -190,14 +220,11 @@ def concurrency(cfg: Config) -> list[Row]:
 
 def parallel_tools(cfg: Config) -> list[Row]:
     """One round with four calls of a tool that sleeps 200 ms, through the Persona."""
-    log("[3] parallel tools: persona")
+    row = Row("3", "persona", "Persona, 4 calls x 200 ms")
+    run = ClientRun("persona", "parallel", cfg.parallel_n, 1, {"slow_tool": True})
+    metrics: Metrics = {"conversation_ms": ms("conversation"), "round_ms": ms("round")}
     with Server(calls=4).running() as url:
-        run = ClientRun("persona", "parallel", cfg.parallel_n, 1, {"slow_tool": True})
-        metrics, note = repeat(
-            cfg, run, url, {"conversation_ms": ms("conversation"), "round_ms": ms("round")}
-        )
-    label = "Persona, 4 calls x 200 ms"
-    return [Row("3", "persona", label, metrics, note)]
+        return interleaved(cfg, [(row, run)], url, metrics)
 
 
 # --------------------------------------------------------------------------- 4. streaming
@@ -207,28 +234,25 @@ STREAMING = ("raw_httpx", "glmclient", "persona")
 
 def streaming(cfg: Config) -> list[Row]:
     """First text delta after the server's first content chunk; CPU per extra chunk."""
-    one: dict[str, tuple[dict[str, Any], str]] = {}
+    metrics: Metrics = {"first_ms": ms("first_delta"), "cpu_ms": ms("cpu_per_conv")}
     with Server(chunks=1).running() as url:
-        for client in STREAMING:
-            log(f"[4] streaming, 1 chunk: {client}")
-            run = ClientRun(client, "stream", cfg.stream_n, 3)
-            one[client] = repeat(
-                cfg, run, url, {"first_ms": ms("first_delta"), "cpu_ms": ms("cpu_per_conv")}
-            )
-    rows = []
-    extra = cfg.stream_chunks - 1
+        runs = [
+            (Row("4", c, client_spec(c).label), ClientRun(c, "stream", cfg.stream_n, 3))
+            for c in STREAMING
+        ]
+        one = interleaved(cfg, runs, url, metrics)
     with Server(chunks=cfg.stream_chunks).running() as url:
-        for client in STREAMING:
-            log(f"[4] streaming, {cfg.stream_chunks} chunks: {client}")
-            run = ClientRun(client, "stream", cfg.stream_n, 3)
-            many, note = repeat(cfg, run, url, {"cpu_ms": ms("cpu_per_conv")})
-            first, note1 = one[client]
-            metrics = {"first_ms": first.get("first_ms")}
-            base, more = first.get("cpu_ms"), many.get("cpu_ms")
-            per_chunk = None
-            if base and more:
-                per_chunk = summary([(more["median"] - base["median"]) * 1000 / extra])
-            metrics["chunk_us"] = per_chunk
-            metrics["cpu_ms"] = base
-            rows.append(Row("4", client, client_spec(client).label, metrics, note1 or note))
-    return rows
+        runs = [
+            (Row("4", c, client_spec(c).label), ClientRun(c, "stream", cfg.stream_n, 3))
+            for c in STREAMING
+        ]
+        many = interleaved(cfg, runs, url, {"cpu_ms": ms("cpu_per_conv")})
+    extra = cfg.stream_chunks - 1
+    for first, more in zip(one, many, strict=True):
+        base, bigger = first.metrics.get("cpu_ms"), more.metrics.get("cpu_ms")
+        if base and bigger:
+            first.metrics["chunk_us"] = summary(
+                [(bigger["median"] - base["median"]) * 1000 / extra]
+            )
+        first.note = first.note or more.note
+    return one

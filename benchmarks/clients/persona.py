@@ -23,7 +23,7 @@ class PersonaDriver(Driver):
         self.persona = Persona(
             name="bench",
             system_prompt=job.SYSTEM,
-            tools=[tool(function)],
+            tools=[tool(function, inline=bool(options.get("inline_tool")))],
             settings=settings,
             web_search=False,
             tools_always=True,
