@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from fault_fixtures import CASES, FIXTURES, PERSONAS, SETTINGS, Case, build_all
+from matrix_checks import check_store, expected_of
 from service_processes import Process, base_env
 
 from generic_framework import retry
@@ -28,11 +29,8 @@ from generic_framework.core.events import Done
 from generic_framework.core.history import ConversationStore
 from generic_framework.core.loader import load_persona
 from generic_framework.core.reply import Reply
-from generic_framework.core.sanitize import history_problems
 from generic_framework.errors import GLMError
-from generic_framework.messages import AssistantMessage, UserMessage
-from generic_framework.mock import load_fixture
-from generic_framework.mock.fixture import Expected, ExpectedError
+from generic_framework.mock.fixture import Expected
 
 pytestmark = pytest.mark.e2e
 
@@ -67,14 +65,6 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def expected_of(case: Case) -> Expected:
-    if case.refused:
-        return Expected(error=ExpectedError(type="APIConnectionError"))
-    expected = load_fixture(FIXTURES / f"{case.name}.json").expected
-    assert expected is not None
-    return expected
-
-
 async def run_turn(case: Case, settings: Settings, store: ConversationStore) -> Reply:
     async with GLMClient(settings) as client:
         persona = load_persona(
@@ -100,25 +90,6 @@ def check_outcome(expected: Expected, reply: Reply | None, error: GLMError | Non
     assert reply is not None
     assert (reply.content, reply.stop_reason) == (expected.content, expected.stop_reason)
     assert len(reply.rounds) == expected.rounds
-
-
-async def check_store(store: ConversationStore, case: Case, reply: Reply | None) -> None:
-    """A finished turn is stored whole and valid; a failed or filtered one not at all.
-
-    With the reply's messages at hand (in this process), the stored roles must be theirs.
-    """
-    stored = await store.get(case.name)
-    if reply is None or reply.stop_reason == "content_filter":
-        assert stored is None
-        return
-    assert stored is not None
-    messages = [item.message for item in stored]
-    assert history_problems(messages) == []
-    assert {item.turn for item in stored} == {1}
-    assert isinstance(messages[0], UserMessage)
-    assert isinstance(messages[-1], AssistantMessage) and not messages[-1].tool_calls
-    if reply.messages:
-        assert [m.role for m in messages] == [m.role for m in reply.messages]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 from fault_fixtures import CASES, FIXTURES, HERE, PERSONAS, SETTINGS, Case
+from matrix_checks import check_store, expected_of
 from service_processes import TOKEN, Process, base_env, bot_process
-from test_fault_matrix import check_store, expected_of
 
 from generic_framework.core.history import ConversationStore
 from generic_framework.core.reply import Reply
