@@ -151,7 +151,6 @@ def raw(key: str) -> Callable[[dict[str, Any]], float | None]:
 SEQUENTIAL: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("raw_httpx", "raw_httpx", "raw httpx, one pooled AsyncClient (the floor)", {}),
     ("persona", "persona", "Persona, sync tool (runs in a worker thread)", {}),
-    ("persona_inline", "persona", "Persona, tool declared inline=True", {"inline_tool": True}),
     ("glmclient", "glmclient", "GLMClient with a hand loop", {}),
 )
 
@@ -165,6 +164,7 @@ def sequential_cpu(cfg: Config) -> list[Row]:
         )
         for key, client, label, options in (
             *SEQUENTIAL,
+            *(EXTENDED_SEQUENTIAL if cfg.extended else ()),
             *((p, p, client_spec(p).label, {}) for p in cfg.peers),
         )
     ]
@@ -192,6 +192,9 @@ CONCURRENCY: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         "GLMClient on httpx2, 100 connections, 100 in flight",
         {"lib": "httpx2", "max_connections": 100, "llm_max_concurrency": 100},
     ),
+)
+EXTENDED_SEQUENTIAL: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+    ("persona_inline", "persona", "Persona, tool declared inline=True", {"inline_tool": True}),
 )
 EXTENDED_CONCURRENCY: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("raw_httpx2", "raw_httpx", "raw httpx2, default pool (100, 20 kept alive)", {"lib": "httpx2"}),

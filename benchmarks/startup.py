@@ -118,25 +118,22 @@ def _walls(samples: list[float | None]) -> dict[str, float] | None:
 
 def first_answer_rows(cfg: Config) -> list[Row]:
     """Process spawn to first answer: import, build the client, one two-round conversation."""
-    rows = []
+    clients = [c for c in ("raw_httpx", "glmclient", "persona") if python_for(c)]
+    walls: dict[str, list[float | None]] = {c: [] for c in clients}
+    errors: dict[str, list[str]] = {c: [] for c in clients}
     with Server().running() as url:
-        for client in ("raw_httpx", "glmclient", "persona"):
-            log(f"[5] spawn to first answer: {client}")
-            python = python_for(client)
-            if python is None:
-                rows.append(Row("5", f"first:{client}", client, {}, "not available"))
-                continue
-            run = ClientRun(client, "first_answer", 1, 0)
-            walls = []
-            errors = []
-            for _ in range(cfg.startup_reps):
-                result = run.once(python, url)
-                walls.append(result.get("spawn_wall") if result.get("ok") else None)
+        for rep in range(cfg.startup_reps):  # interleaved, like the other scenarios
+            for client in clients:
+                log(f"[5] spawn to first answer: {client}, repetition {rep + 1}")
+                result = ClientRun(client, "first_answer", 1, 0).once(str(python_for(client)), url)
+                walls[client].append(result.get("spawn_wall") if result.get("ok") else None)
                 if not result.get("ok"):
-                    errors.append(str(result.get("error")))
-            label = f"spawn to first answer: {client}"
-            note = f"failed: {errors[0]}" if errors else ""
-            rows.append(Row("5", f"first:{client}", label, {"ms": _walls(walls)}, note))
+                    errors[client].append(str(result.get("error")))
+    rows = []
+    for client in clients:
+        note = f"failed: {errors[client][0]}" if errors[client] else ""
+        label = f"spawn to first answer: {client}"
+        rows.append(Row("5", f"first:{client}", label, {"ms": _walls(walls[client])}, note))
     return rows
 
 
