@@ -36,7 +36,13 @@ APP = create_app(
     personas={"scout": FakePersona(), "helper": FakePersona("helper")},
     store=_STORE,
 )
-schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+# 413 (body over BOT_MAX_BODY) is a rejection too: large generated bodies are refused before
+# validation, which is the point of the limit.
+_REJECTIONS = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429"]
+CONFIG = schemathesis.config.SchemathesisConfig.from_dict(
+    {"checks": {"negative_data_rejection": {"expected-statuses": [*_REJECTIONS, "5xx"]}}}
+)
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP, config=CONFIG)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -47,6 +53,13 @@ def _cleanup() -> Iterator[None]:
 
 
 @schema.parametrize()
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+# derandomize: the same examples on every run, so CI is reproducible; raise EXAMPLES locally
+# (or drop derandomize) to explore further.
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 def test_the_api_keeps_its_contract(case: schemathesis.Case) -> None:
     case.call_and_validate(headers={"Authorization": f"Bearer {TOKEN}"})
