@@ -10,8 +10,11 @@ the timeouts from :class:`~generic_framework.config.Settings`, the retry policy 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -37,6 +40,7 @@ from generic_framework.messages import (
     StreamEvent,
     WebSearchResponse,
 )
+from generic_framework.pool import ShardedTransport
 from generic_framework.retry import RetryPolicy, parse_retry_after
 from generic_framework.sse import (
     DONE,
@@ -89,15 +93,14 @@ class GLMClient:
         # passed per request (about a tenth of a mock round trip's CPU). A borrowed client is
         # left as it was given, so its requests carry the headers themselves.
         self._headers: dict[str, str] | None = None if http_client is None else headers
+        # Several small pools instead of one big one: httpcore's bookkeeping grows with the
+        # pool (docs/design/0701-connection-pool-shards.md).
         self._http = http_client or httpx.AsyncClient(
-            transport=transport,
+            transport=transport
+            or ShardedTransport(s.llm_max_connections, proxy=_proxy_for(s.base_url)),
             headers=headers,
             timeout=httpx.Timeout(
                 s.llm_timeout, connect=s.llm_connect_timeout, pool=s.llm_pool_timeout
-            ),
-            limits=httpx.Limits(
-                max_connections=s.llm_max_connections,
-                max_keepalive_connections=s.llm_max_connections,
             ),
         )
         self._chat_url = f"{s.base_url}/chat/completions"
@@ -161,6 +164,7 @@ class GLMClient:
             assembler = StreamAssembler()
             async for data in events:
                 if data == DONE:
+                    await _drain(events)
                     break
                 for event in fold_chunk(assembler, data):
                     yield event
@@ -448,6 +452,23 @@ def _code(value: object) -> str | None:
 def _api_engine(chat_engine: str) -> str:
     """The chat tool's engine names differ from the Web Search API's (docs/protocol.md §0.3)."""
     return "search-prime" if chat_engine in {"search_pro_jina", "search_prime"} else chat_engine
+
+
+async def _drain(events: AsyncIterator[str], seconds: float = 1.0) -> None:
+    """Read what follows ``[DONE]`` (normally only the end of the chunked body), so the
+    connection goes back to the pool instead of being closed; give up quickly if it lingers."""
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(seconds):
+            async for _ in events:
+                pass
+
+
+def _proxy_for(base_url: str) -> str | None:
+    """The proxy the environment sets for ``base_url`` (``HTTPS_PROXY``, ``NO_PROXY``...)."""
+    parts = urllib.parse.urlsplit(base_url)
+    if urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
 
 
 def _log_payload(label: str, body: bytes) -> None:

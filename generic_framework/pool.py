@@ -1,0 +1,95 @@
+"""A connection pool made of several small httpcore pools, for many concurrent requests.
+
+httpcore's pool re-examines every connection it holds whenever a request starts or ends (and
+polls the socket of each idle one), so its CPU cost per request grows with its size: 500
+concurrent two-round chats cost about 12 s of client CPU through one pool of 100 connections,
+against about 1.5 s through pools of 16 (``docs/benchmarks.md``; upstream: encode/httpcore#1035).
+:class:`ShardedTransport` keeps every pool at most :data:`SHARD_SIZE` connections and sends each
+request to the pool with the fewest requests in flight. The pools share one SSL context, so the
+CA bundle is loaded once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+
+__all__ = ["SHARD_SIZE", "ShardedTransport"]
+
+SHARD_SIZE = 16
+"""Connections per httpcore pool: small enough that its bookkeeping stays cheap."""
+
+
+class _Tracked(httpx.AsyncByteStream):
+    """A response body that tells its pool's counter when it is closed."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, counts: list[int], index: int) -> None:
+        self._stream, self._counts, self._index = stream, counts, index
+        self._open = True
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        finally:
+            if self._open:
+                self._open = False
+                self._counts[self._index] -= 1
+
+
+class ShardedTransport(httpx.AsyncBaseTransport):
+    """``max_connections`` split over pools of at most :data:`SHARD_SIZE` connections each.
+
+    Args:
+        max_connections: connections in all, kept alive between requests.
+        proxy: an HTTP(S) proxy URL for every pool (httpx reads ``HTTPS_PROXY`` only for the
+            transports it builds itself, so the caller passes it on).
+    """
+
+    def __init__(self, max_connections: int, *, proxy: str | None = None) -> None:
+        shards = -(-max_connections // SHARD_SIZE)
+        sizes = [max_connections // shards + (i < max_connections % shards) for i in range(shards)]
+        context = httpx.create_ssl_context()  # one CA bundle load (about 25 ms), not one per pool
+        self._pools = [
+            httpx.AsyncHTTPTransport(
+                verify=context,
+                proxy=proxy,
+                limits=httpx.Limits(max_connections=n, max_keepalive_connections=n),
+            )
+            for n in sizes
+        ]
+        self._sizes = sizes
+        self._in_flight = [0] * shards
+
+    @property
+    def pool_sizes(self) -> list[int]:
+        """The connection limit of each pool."""
+        return list(self._sizes)
+
+    @property
+    def in_flight(self) -> list[int]:
+        """Requests each pool is serving now (a response counts until its body is closed)."""
+        return list(self._in_flight)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` through the least busy pool."""
+        counts = self._in_flight
+        index = counts.index(min(counts))
+        counts[index] += 1
+        try:
+            response = await self._pools[index].handle_async_request(request)
+        except BaseException:
+            counts[index] -= 1
+            raise
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        response.stream = _Tracked(response.stream, counts, index)
+        return response
+
+    async def aclose(self) -> None:
+        """Close every pool."""
+        for pool in self._pools:
+            await pool.aclose()
