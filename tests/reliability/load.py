@@ -198,7 +198,9 @@ async def drive(
     bot: Process, config: LoadConfig, result: LoadResult
 ) -> tuple[list[Turn], list[Turn], float]:
     """A warm-up turn per conversation, then the timed load; RSS is read in between."""
-    limits = httpx.Limits(max_connections=config.conversations + 10)
+    # Idle connections expire on our side before the service's 5 s keep-alive timeout, so a
+    # request never races the server closing the connection it was sent on (a ReadError).
+    limits = httpx.Limits(max_connections=config.conversations + 10, keepalive_expiry=2.0)
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with httpx.AsyncClient(limits=limits, headers=headers, timeout=120) as client:
         warm = await asyncio.gather(
