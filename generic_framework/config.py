@@ -68,7 +68,7 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(default=3, ge=0, le=20)
     llm_retry_deadline: float = Field(default=600.0, gt=0)
     llm_max_connections: int = Field(default=100, ge=1, le=10_000)
-    llm_max_concurrency: int = Field(default=64, ge=1, le=10_000)
+    llm_max_concurrency: int = Field(default=100, ge=1, le=10_000)
     max_tool_rounds: int = Field(default=5, ge=0, le=50)
     tool_timeout: float = Field(default=30.0, gt=0)
     web_search_mode: Literal["builtin", "client", "off"] = "builtin"
