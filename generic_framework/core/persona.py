@@ -3,8 +3,8 @@
 ``respond()`` and ``stream()`` share one loop, :meth:`Persona._loop`, an async generator of
 :mod:`~generic_framework.core.events`: ``stream()`` hands its events out as they come,
 ``respond()`` drains it and returns the :class:`~generic_framework.core.reply.Reply` of the
-final ``Done`` event. Only :meth:`Persona._call_llm` talks to :class:`GLMClient`, with
-``client.chat`` for ``respond()`` and ``client.chat_stream`` for ``stream()``.
+final ``Done`` event. Only :meth:`Persona._complete` (``client.chat``, for ``respond()``) and
+:meth:`Persona._call_llm` (``client.chat_stream``, for ``stream()``) talk to :class:`GLMClient`.
 """
 
 from __future__ import annotations
@@ -286,7 +286,8 @@ class Persona:
            the turn began) while ``tool_rounds < max_tool_rounds``; once the cap is reached the
            call carries no tools and one extra instruction to answer from what it has (the
            forced final answer).
-        2. Call the model through :meth:`_call_llm` (streamed or not); pass text deltas on.
+        2. Call the model through :meth:`_complete` or, streamed, :meth:`_call_llm`; pass text
+           deltas on.
         3. Record the round: usage, finish_reason, duration, and ``web_search[]`` sources as
            citations.
         4. If tools were offered, the response has tool calls and did not stop for
@@ -310,13 +311,17 @@ class Persona:
             started = perf_counter()
             completion: ChatCompletion | None = None
             try:
-                answer = self._call_llm(turn, tools=offer, forced=forced, stream=stream)
-                async with aclosing(answer) as items:
-                    async for item in items:
-                        if isinstance(item, TextDelta):
-                            yield item
-                        else:
-                            completion = item
+                if not stream:
+                    # Nothing to pass on before the completion: one await, no async generator.
+                    completion = await self._complete(turn, tools=offer, forced=forced)
+                else:
+                    answer = self._call_llm(turn, tools=offer, forced=forced)
+                    async with aclosing(answer) as items:
+                        async for item in items:
+                            if isinstance(item, TextDelta):
+                                yield item
+                            else:
+                                completion = item
             except ContentFilterError as exc:
                 logger.warning("%s: the content filter stopped the turn (%s)", self.name, exc)
                 yield Done(turn.reply(CONTENT_FILTER_NOTICE, "content_filter", self.model, []))
@@ -339,10 +344,10 @@ class Persona:
             return
         raise ToolLoopError(f"the loop ran past its cap of {cap} tool rounds")
 
-    async def _call_llm(
-        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool, stream: bool
-    ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
-        """Send the turn's messages to the model: the persona's only call into GLMClient.
+    def _request_for(
+        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
+    ) -> ChatRequest:
+        """The round's request, for :meth:`_complete` and :meth:`_call_llm`.
 
         The request is ``[system, history..., user, this turn's tool rounds...]``. ``tools`` is
         the turn's plan: for a ``//`` message (after :meth:`_parse` stripped the prefix) the
@@ -350,19 +355,29 @@ class Persona:
         client-side ``search_web`` tool, or only the functions, by ``WEB_SEARCH_MODE``); no
         tools for a plain message unless ``tools_always``. ``forced`` appends the instruction
         to answer now; it is sent once and never stored.
-
-        Yields:
-            :class:`TextDelta` pieces (streaming only), then the completion.
         """
         messages = [*turn.prefix, *turn.new]
         if forced:
             messages.append(self._forced)
         # A shallow copy of the per-persona template: the messages are already validated wire
         # models, so nothing is re-validated or deep-copied per round.
-        request = self._request.model_copy(update={"messages": messages, "tools": tools})
-        if not stream:
-            yield await self.client.chat(request)
-            return
+        return self._request.model_copy(update={"messages": messages, "tools": tools})
+
+    async def _complete(
+        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
+    ) -> ChatCompletion:
+        """Send the turn's messages to the model with ``client.chat`` (``respond()``)."""
+        return await self.client.chat(self._request_for(turn, tools=tools, forced=forced))
+
+    async def _call_llm(
+        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
+    ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
+        """Send the turn's messages to the model with ``client.chat_stream`` (``stream()``).
+
+        Yields:
+            :class:`TextDelta` pieces, then the completion.
+        """
+        request = self._request_for(turn, tools=tools, forced=forced)
         # chat_stream is an async generator; closing it early releases the HTTP response.
         stream_events = cast(AsyncGenerator[StreamEvent, None], self.client.chat_stream(request))
         async with aclosing(stream_events) as events:
