@@ -7,6 +7,7 @@ to the package it lives in, for the Persona (or the GLMClient loop) and for raw 
 from __future__ import annotations
 
 import pstats
+import sysconfig
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -40,6 +41,15 @@ def _group(filename: str, name: str) -> str:
     return "other"
 
 
+def _short(filename: str) -> str:
+    """A file name without the machine's own prefixes (site-packages, the stdlib, the project)."""
+    paths = sysconfig.get_paths()
+    for root in (paths["purelib"], paths["stdlib"], str(Path.cwd())):
+        if filename.startswith(root):
+            return filename[len(root) :].lstrip("/")
+    return filename.split("site-packages/")[-1]
+
+
 def breakdown(profile: Path) -> tuple[float, dict[str, float], list[tuple[str, float, int]]]:
     """Total seconds, seconds per package, and the top functions by own time."""
     stats = pstats.Stats(str(profile))
@@ -50,8 +60,7 @@ def breakdown(profile: Path) -> tuple[float, dict[str, float], list[tuple[str, f
     for (filename, line, name), (_, calls, own, _cum, _) in raw.items():
         total += own
         groups[_group(filename, name)] += own
-        short = filename.split("site-packages/")[-1].split("/main/")[-1]
-        functions.append((f"{short}:{line}({name})", own, calls))
+        functions.append((f"{_short(filename)}:{line}({name})", own, calls))
     functions.sort(key=lambda f: f[1], reverse=True)
     return total, dict(groups), functions[:15]
 
