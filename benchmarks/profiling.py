@@ -7,8 +7,8 @@ to the package it lives in, for the Persona (or the GLMClient loop) and for raw 
 from __future__ import annotations
 
 import pstats
-import sysconfig
 import sys
+import sysconfig
 from collections import defaultdict
 from pathlib import Path
 
@@ -47,7 +47,7 @@ def _short(filename: str) -> str:
     for root in (paths["purelib"], paths["stdlib"], str(Path.cwd())):
         if filename.startswith(root):
             return filename[len(root) :].lstrip("/")
-    return filename.split("site-packages/")[-1]
+    return filename.rsplit("site-packages/", maxsplit=1)[-1]
 
 
 def breakdown(profile: Path) -> tuple[float, dict[str, float], list[tuple[str, float, int]]]:
