@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from generic_framework.core.reply import Reply
 from generic_framework.service.errors import ServiceError, exception_response
 from generic_framework.service.schemas import (
     CONVERSATION_ID_PATTERN,
@@ -124,6 +125,17 @@ async def _streamed(
     )
 
 
+async def _respond(
+    state: ServiceState, persona: PersonaLike, text: str, cid: str | None
+) -> Reply | Response:
+    """One non-streamed turn, one at a time per conversation; a failure becomes its response."""
+    try:
+        async with state.locks.hold(cid):
+            return await persona.respond(text, conversation_id=cid)
+    except Exception as exc:
+        return exception_response(exc)
+
+
 async def chat_completions(request: Request) -> Response:
     """``POST /v1/chat/completions``: OpenAI's request and response; ``model`` = persona.
 
@@ -138,11 +150,9 @@ async def chat_completions(request: Request) -> Response:
     cid = body.conversation_id
     if body.stream:
         return await _streamed(state, persona, body.model, text, cid)
-    try:
-        async with state.locks.hold(cid):
-            reply = await persona.respond(text, conversation_id=cid)
-    except Exception as exc:
-        return exception_response(exc)
+    reply = await _respond(state, persona, text, cid)
+    if isinstance(reply, Response):
+        return reply
     completion = ChatCompletionOut(
         id=f"chatcmpl-{secrets.token_hex(12)}",
         created=int(time.time()),
@@ -171,11 +181,9 @@ async def post_message(request: Request) -> Response:
     text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
     if body.stream:
         return await _streamed(state, persona, body.persona, text, cid)
-    try:
-        async with state.locks.hold(cid):
-            reply = await persona.respond(text, conversation_id=cid)
-    except Exception as exc:
-        return exception_response(exc)
+    reply = await _respond(state, persona, text, cid)
+    if isinstance(reply, Response):
+        return reply
     turn = TurnOut(
         conversation_id=cid,
         persona=body.persona,
