@@ -3,28 +3,36 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench clean
+.PHONY: install install-dev demo test lint bench clean
 
-install: $(BIN)/generic-framework
-
-$(BIN)/generic-framework: pyproject.toml
+# The demo needs only the runtime dependencies; tests and lint need the dev extra too.
+$(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
-demo: $(BIN)/generic-framework
+install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
+
+demo: $(VENV)/.installed
 	$(BIN)/generic-framework chat "// what's the weather in Nanaimo?"
 
-test: $(BIN)/generic-framework
+test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest
 
-lint: $(BIN)/generic-framework
+lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check generic_framework tests benchmarks
 	$(BIN)/ruff format --check generic_framework tests benchmarks
 	$(BIN)/mypy --strict generic_framework
 
-bench: $(BIN)/generic-framework
+bench: $(VENV)/.installed-dev
+	$(BIN)/python -m pip install -q -e '.[dev,bench]'
 	$(BIN)/python -m benchmarks
 
 clean:
