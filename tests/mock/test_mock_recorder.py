@@ -26,7 +26,7 @@ from generic_framework.mock.replay import replay_fixture
 from generic_framework.mock.sse import completion_to_events, render_event
 
 REPO = Path(__file__).resolve().parents[2]
-KEY = "0123456789abcdef0123456789abcdef.AbCdEfGhIjKlMnOp"
+KEY = "0123456789abcdef" * 2 + ".AbCdEfGhIjKlMnOp"  # fake, in Z.AI's key shape
 ANSWER = {
     "id": "20260109abc",
     "request_id": "20260109abc",

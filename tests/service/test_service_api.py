@@ -196,7 +196,7 @@ async def test_upstream_errors_map_to_gateway_statuses(
 
 
 async def test_error_bodies_never_hold_secrets(client_for: Client) -> None:
-    key = "0123456789abcdef0123456789abcdef.ABCDEFGHijklmnop"
+    key = "0123456789abcdef" * 2 + ".ABCDEFGHijklmnop"  # fake, in Z.AI's shape
     register_secret(key)
     error = AuthenticationError(f"key {key} refused; Authorization: Bearer {key}", code="1002")
     async with client_for({"scout": FakePersona(error=error)}) as client:
