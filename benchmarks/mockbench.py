@@ -12,12 +12,12 @@ from pathlib import Path
 from benchmarks.runner import (
     CLIENT_CPU,
     ROOT,
-    SERVER_CPU,
     child_env,
     has_module,
     log,
     pinned,
     run_dir,
+    server_process,
     summary,
 )
 from benchmarks.scenarios import Config, Row
@@ -28,26 +28,8 @@ FIXTURE = ROOT / "generic_framework" / "mock" / "fixtures" / "plain_answer.json"
 @contextlib.contextmanager
 def _mock() -> Iterator[int]:
     cmd = [sys.executable, "-m", "benchmarks.mock_server", str(FIXTURE)]
-    proc = subprocess.Popen(
-        pinned(cmd, SERVER_CPU),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=child_env(),
-        cwd=run_dir(),
-    )
-    assert proc.stdout is not None and proc.stdin is not None
-    try:
-        line = proc.stdout.readline()
-        if not line.startswith("PORT "):
-            raise RuntimeError(f"the mock did not start: {line!r}")
-        yield int(line.split()[1])
-    finally:
-        try:
-            proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with server_process(cmd, "the mock") as (_, port):
+        yield port
 
 
 def _load(port: int, body: Path, duration: float) -> dict[str, object]:

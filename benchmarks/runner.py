@@ -111,25 +111,41 @@ class Server:
             f"--calls={self.calls}",
             f"--chunks={self.chunks}",
         ]
-        proc = subprocess.Popen(
-            pinned(cmd, SERVER_CPU),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            env=child_env(),
-            cwd=run_dir(),
-        )
-        assert proc.stdout is not None and proc.stdin is not None
-        try:
-            line = proc.stdout.readline()
-            if not line.startswith("PORT "):
-                raise RuntimeError(f"the benchmark server did not start: {line!r}")
-            yield f"http://127.0.0.1:{int(line.split()[1])}/api/paas/v4"
-        finally:
+        with server_process(cmd, "the benchmark server") as (proc, port):
             try:
-                out, _ = proc.communicate(timeout=10)
-                self.stats = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
-            except (subprocess.TimeoutExpired, ValueError):
+                yield f"http://127.0.0.1:{port}/api/paas/v4"
+            finally:
+                # A server that does not stop in time is killed by server_process.
+                with contextlib.suppress(subprocess.TimeoutExpired, ValueError):
+                    out, _ = proc.communicate(timeout=10)
+                    self.stats = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
+
+
+@contextlib.contextmanager
+def server_process(cmd: list[str], what: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """Start a server process pinned to the server CPU; yield it and the port it printed.
+
+    The server prints ``PORT <n>`` when it listens and stops when its standard input closes.
+    """
+    proc = subprocess.Popen(
+        pinned(cmd, SERVER_CPU),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        cwd=run_dir(),
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    try:
+        line = proc.stdout.readline()
+        if not line.startswith("PORT "):
+            raise RuntimeError(f"{what} did not start: {line!r}")
+        yield proc, int(line.split()[1])
+    finally:
+        if proc.poll() is None:
+            try:
+                proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
 
