@@ -24,7 +24,7 @@ from benchmarks.scenarios import Config, Row, python_for
 IMPORTS: tuple[tuple[str, str], ...] = (
     ("httpx", "httpx"),
     ("generic_framework", "generic_framework"),
-    ("generic_framework.client", "GLMClient (generic_framework.client)"),
+    ("generic_framework.wire.client", "GLMClient (generic_framework.wire.client)"),
     ("generic_framework.core.persona", "Persona (generic_framework.core.persona)"),
     ("zai", "zai-sdk"),
     ("openai", "openai"),

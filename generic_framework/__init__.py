@@ -13,37 +13,40 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    "APIConnectionError": "generic_framework.errors",
-    "APIError": "generic_framework.errors",
-    "APIStatusError": "generic_framework.errors",
-    "APITimeoutError": "generic_framework.errors",
-    "AuthenticationError": "generic_framework.errors",
-    "BadRequestError": "generic_framework.errors",
+    "APIConnectionError": "generic_framework.wire.errors",
+    "APIError": "generic_framework.wire.errors",
+    "APIStatusError": "generic_framework.wire.errors",
+    "APITimeoutError": "generic_framework.wire.errors",
+    "AuthenticationError": "generic_framework.wire.errors",
+    "BadRequestError": "generic_framework.wire.errors",
     "Citation": "generic_framework.core.reply",
-    "ConfigError": "generic_framework.errors",
-    "ContentFilterError": "generic_framework.errors",
-    "ConversationStore": "generic_framework.core.history",
+    "ConfigError": "generic_framework.wire.errors",
+    "ContentFilterError": "generic_framework.wire.errors",
+    "ConversationStore": "generic_framework.store.base",
     "Done": "generic_framework.core.events",
     "FunctionTool": "generic_framework.tools",
-    "GLMClient": "generic_framework.client",
-    "GLMError": "generic_framework.errors",
-    "InsufficientBalanceError": "generic_framework.errors",
-    "NotFoundError": "generic_framework.errors",
+    "GLMClient": "generic_framework.wire.client",
+    "GLMError": "generic_framework.wire.errors",
+    "InsufficientBalanceError": "generic_framework.wire.errors",
+    "NotFoundError": "generic_framework.wire.errors",
     "Persona": "generic_framework.core.persona",
+    "PersonaSpec": "generic_framework.core.spec",
     "PersonaEvent": "generic_framework.core.events",
-    "QuotaExceededError": "generic_framework.errors",
-    "RateLimitError": "generic_framework.errors",
+    "QuotaExceededError": "generic_framework.wire.errors",
+    "RateLimitError": "generic_framework.wire.errors",
     "Reply": "generic_framework.core.reply",
-    "ResponseValidationError": "generic_framework.errors",
+    "ResponseValidationError": "generic_framework.wire.errors",
     "RoundStarted": "generic_framework.core.events",
+    "Runtime": "generic_framework.runtime",
+    "SQLiteStore": "generic_framework.store.sqlite",
     "RoundState": "generic_framework.core.reply",
-    "ServerError": "generic_framework.errors",
+    "ServerError": "generic_framework.wire.errors",
     "Settings": "generic_framework.config",
     "StopReason": "generic_framework.core.reply",
     "TextDelta": "generic_framework.core.events",
     "ToolCallInfo": "generic_framework.core.reply",
     "ToolFinished": "generic_framework.core.events",
-    "ToolLoopError": "generic_framework.errors",
+    "ToolLoopError": "generic_framework.wire.errors",
     "ToolResult": "generic_framework.core.reply",
     "WebSearch": "generic_framework.tools",
     "load_dotenv": "generic_framework.config",
@@ -71,12 +74,15 @@ __all__ = [
     "NotFoundError",
     "Persona",
     "PersonaEvent",
+    "PersonaSpec",
     "QuotaExceededError",
     "RateLimitError",
     "Reply",
     "ResponseValidationError",
     "RoundStarted",
     "RoundState",
+    "Runtime",
+    "SQLiteStore",
     "ServerError",
     "Settings",
     "StopReason",
@@ -94,9 +100,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from generic_framework.client import (
-        GLMClient,
-    )
     from generic_framework.config import (
         Settings,
         load_dotenv,
@@ -107,9 +110,6 @@ if TYPE_CHECKING:
         RoundStarted,
         TextDelta,
         ToolFinished,
-    )
-    from generic_framework.core.history import (
-        ConversationStore,
     )
     from generic_framework.core.loader import (
         load_persona,
@@ -126,7 +126,27 @@ if TYPE_CHECKING:
         ToolCallInfo,
         ToolResult,
     )
-    from generic_framework.errors import (
+    from generic_framework.core.spec import (
+        PersonaSpec,
+    )
+    from generic_framework.runtime import (
+        Runtime,
+    )
+    from generic_framework.store.base import (
+        ConversationStore,
+    )
+    from generic_framework.store.sqlite import (
+        SQLiteStore,
+    )
+    from generic_framework.tools import (
+        FunctionTool,
+        WebSearch,
+        tool,
+    )
+    from generic_framework.wire.client import (
+        GLMClient,
+    )
+    from generic_framework.wire.errors import (
         APIConnectionError,
         APIError,
         APIStatusError,
@@ -143,11 +163,6 @@ if TYPE_CHECKING:
         ResponseValidationError,
         ServerError,
         ToolLoopError,
-    )
-    from generic_framework.tools import (
-        FunctionTool,
-        WebSearch,
-        tool,
     )
 
 

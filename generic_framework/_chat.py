@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from pydantic import SecretStr
 
 from generic_framework.config import Settings, load_dotenv
-from generic_framework.errors import ConfigError, GLMError
+from generic_framework.wire.errors import ConfigError, GLMError
 
 if TYPE_CHECKING:
     from generic_framework.core.persona import Persona
@@ -77,7 +77,7 @@ def _pick(personas: dict[str, Persona], name: str | None) -> Persona:
 
 def explain(exc: GLMError, settings: Settings) -> str:
     """One line saying what failed and what to do about it."""
-    from generic_framework import errors as e
+    from generic_framework.wire import errors as e
 
     retries = settings.llm_max_retries
     hints: list[tuple[type[GLMError], str]] = [
@@ -134,9 +134,9 @@ def _offline_notice(settings: Settings, forced: bool) -> str:
 
 async def open_persona(settings: Settings, name: str | None) -> Persona:
     """Load the personas of PERSONAS_DIR and return the chosen one (with its own client)."""
-    from generic_framework.client import GLMClient
     from generic_framework.core.history import ConversationStore
     from generic_framework.core.loader import load_personas
+    from generic_framework.wire.client import GLMClient
 
     client = GLMClient(settings)
     store = ConversationStore(settings.database_path)
@@ -264,7 +264,7 @@ def run_mock(
 
 def run_record(message: str, out: Path, persona: str | None) -> int:
     """The ``record`` command."""
-    from generic_framework.mock.recorder import record
+    from generic_framework.recording.recorder import record
 
     try:
         settings = _settings()
@@ -283,7 +283,7 @@ def run_record(message: str, out: Path, persona: str | None) -> int:
 
 def run_replay(paths: list[Path], as_json: bool) -> int:
     """The ``replay`` command."""
-    from generic_framework.mock.replay import replay_main
+    from generic_framework.recording.replay import replay_main
 
     try:
         settings = _settings()

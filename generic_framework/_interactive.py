@@ -22,7 +22,7 @@ from generic_framework._chat import (
     unrecorded,
 )
 from generic_framework.config import Settings
-from generic_framework.errors import ConfigError, GLMError
+from generic_framework.wire.errors import ConfigError, GLMError
 
 if TYPE_CHECKING:
     from generic_framework.core.persona import Persona

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from generic_framework.errors import ConfigError, register_secret
+from generic_framework.limits import Recency, SearchCount, Temperature, ThinkingMode, ToolRounds
+from generic_framework.wire.errors import ConfigError
 
 __all__ = ["CODING_BASE_URL", "DEFAULT_BASE_URL", "Settings", "load_dotenv"]
 
@@ -60,8 +61,8 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("OPENAI_BASE_URL", "ZAI_BASE_URL"),
     )
     llm_model: str = "glm-4.7"
-    llm_temperature: float | None = Field(default=None, ge=0.0, le=1.0)
-    llm_thinking: Literal["enabled", "disabled"] | None = None
+    llm_temperature: Temperature | None = None
+    llm_thinking: ThinkingMode | None = None
     llm_timeout: float = Field(default=240.0, gt=0)
     llm_connect_timeout: float = Field(default=60.0, gt=0)
     llm_pool_timeout: float = Field(default=60.0, gt=0)
@@ -69,12 +70,12 @@ class Settings(BaseSettings):
     llm_retry_deadline: float = Field(default=600.0, gt=0)
     llm_max_connections: int = Field(default=100, ge=1, le=10_000)
     llm_max_concurrency: int = Field(default=100, ge=1, le=10_000)
-    max_tool_rounds: int = Field(default=5, ge=0, le=50)
+    max_tool_rounds: ToolRounds = 5
     tool_timeout: float = Field(default=30.0, gt=0)
     web_search_mode: Literal["builtin", "client", "off"] = "builtin"
     web_search_engine: str = "search_pro_jina"
-    web_search_count: int = Field(default=5, ge=1, le=50)
-    web_search_recency: Literal["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"] = "noLimit"
+    web_search_count: SearchCount = 5
+    web_search_recency: Recency = "noLimit"
     history_turns: int = Field(default=20, ge=0, le=1000)
     personas_dir: Path = Path("./personas")
     data_dir: Path = Path("./data")
@@ -96,10 +97,15 @@ class Settings(BaseSettings):
             super().__init__(**values)
         except ValidationError as exc:
             raise ConfigError(_explain(exc)) from None
-        if self.api_key is not None:
-            register_secret(self.api_key.get_secret_value())
-        if self.bot_api_token is not None:
-            register_secret(self.bot_api_token.get_secret_value())
+
+    @classmethod
+    def defaults(cls, **values: Any) -> Settings:
+        """Settings from ``values`` and the documented defaults only: the environment is not read.
+
+        What library objects use when no settings are given; ``Settings()`` reads the
+        environment and is for entry points (the CLI, the service, ``Runtime.from_env()``).
+        """
+        return _Defaults(**values)
 
     @field_validator("api_key", "bot_api_token", mode="before")
     @classmethod
@@ -141,6 +147,31 @@ class Settings(BaseSettings):
         return self.data_dir / "conversations.sqlite3"
 
 
+class _Defaults(Settings):
+    """:class:`Settings` whose only source is the constructor's arguments."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+def _range(field: str) -> tuple[object, object] | None:
+    """The field's ``ge``/``le`` bounds when it has both (from :mod:`generic_framework.limits`)."""
+    info = Settings.model_fields.get(field)
+    if info is None:
+        return None
+    low = next((m.ge for m in info.metadata if getattr(m, "ge", None) is not None), None)
+    high = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
+    return (low, high) if low is not None and high is not None else None
+
+
 def _explain(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
@@ -149,9 +180,10 @@ def _explain(exc: ValidationError) -> str:
         name = _ENV_NAMES.get(field, field.upper())
         ctx = err.get("ctx") or {}
         kind = err["type"]
-        if kind in {"greater_than_equal", "less_than_equal"} and field in _RANGES:
-            low, high = _RANGES[field]
-            detail = f"must be between {low} and {high}"
+        bounds = _range(field)
+        if kind in {"greater_than_equal", "less_than_equal"} and bounds is not None:
+            low, high = bounds
+            detail = f"must be between {_number(low)} and {_number(high)}"
         elif kind == "greater_than":
             detail = f"must be greater than {ctx.get('gt')}"
         elif kind == "greater_than_equal":
@@ -168,14 +200,9 @@ def _explain(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
-_RANGES: dict[str, tuple[object, object]] = {
-    "llm_temperature": (0, 1),
-    "llm_max_retries": (0, 20),
-    "max_tool_rounds": (0, 50),
-    "web_search_count": (1, 50),
-    "bot_port": (0, 65535),
-    "history_turns": (0, 1000),
-}
+def _number(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
 
 # Errors name the variable a user sets, never the internal field name.
 _ENV_NAMES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}

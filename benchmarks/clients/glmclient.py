@@ -8,9 +8,9 @@ from typing import Any
 from benchmarks import job
 from benchmarks.clients import Driver
 from benchmarks.transports import build_http_client
-from generic_framework.client import GLMClient
 from generic_framework.config import Settings
-from generic_framework.messages import (
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,
     ChatRequest,

@@ -7,10 +7,10 @@ from typing import Any
 from benchmarks import job
 from benchmarks.clients import Driver
 from benchmarks.clients.glmclient import settings_for
-from generic_framework.client import GLMClient
 from generic_framework.core.events import Done, TextDelta
 from generic_framework.core.persona import Persona
 from generic_framework.tools.base import tool
+from generic_framework.wire.client import GLMClient
 
 
 class PersonaDriver(Driver):

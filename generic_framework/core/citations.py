@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable
 
 from generic_framework.core.reply import Citation
-from generic_framework.messages import WebSearchResult
+from generic_framework.wire.messages import WebSearchResult
 
 __all__ = ["CitationBook"]
 

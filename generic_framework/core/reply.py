@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from generic_framework.messages import Message, Usage
+from generic_framework.wire.messages import Message, Usage
 
 __all__ = ["Citation", "Reply", "RoundState", "StopReason", "ToolCallInfo", "ToolResult"]
 

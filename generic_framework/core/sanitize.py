@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from generic_framework.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from generic_framework.wire.messages import AssistantMessage, Message, ToolMessage, UserMessage
 
 __all__ = ["history_problems", "sanitize_history", "split_turns"]
 

@@ -18,8 +18,6 @@ from pydantic_core import to_json
 
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.reply import ToolResult
-from generic_framework.errors import ConfigError, redact
-from generic_framework.messages import ToolCall, ToolSpec
 from generic_framework.tools.base import FunctionTool, ToolOutcome
 from generic_framework.tools.search import (
     SEARCH_TOOL_NAME,
@@ -29,6 +27,8 @@ from generic_framework.tools.search import (
     make_search_tool,
 )
 from generic_framework.tools.web_search import WebSearch
+from generic_framework.wire.errors import ConfigError, redact
+from generic_framework.wire.messages import ToolCall, ToolSpec
 
 __all__ = [
     "BUILTIN_SEARCH_CONFIRMATION",
@@ -62,11 +62,16 @@ NO_TOOLS = ToolPlan(None, {})
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
-    """One finished call: the tool's name, its outcome and how long it took."""
+    """One finished call: the tool's name, what it produced and how long it took."""
 
     name: str
-    outcome: ToolOutcome
+    result: ToolOutcome
     ms: float
+
+    @property
+    def ok(self) -> bool:
+        """False when the model is sent an error text instead of a result."""
+        return self.result.ok
 
 
 def call_name(call: ToolCall) -> str:
@@ -171,7 +176,7 @@ async def run_call(
 
 def tool_result(call: ToolCall, done: CallOutcome, citations: CitationBook) -> ToolResult:
     """The call's result; client-side search hits are numbered here, so in call order."""
-    outcome, content = done.outcome, done.outcome.content
+    outcome, content = done.result, done.result.content
     if outcome.ok and isinstance(outcome.value, SearchHits):
         labelled = citations.add_client_results(outcome.value.results)
         content = to_json(compact_results(labelled)).decode() if labelled else "No results."

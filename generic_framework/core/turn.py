@@ -14,7 +14,14 @@ from time import perf_counter
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
 from generic_framework.core.tooling import ToolPlan, call_name
-from generic_framework.messages import AssistantMessage, ChatCompletion, Message, ToolCall, Usage
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.messages import (
+    AssistantMessage,
+    ChatCompletion,
+    Message,
+    ToolCall,
+    Usage,
+)
 
 __all__ = ["Turn", "total_usage"]
 
@@ -33,19 +40,24 @@ def total_usage(usages: Sequence[Usage]) -> Usage:
 
 @dataclass(slots=True)
 class Turn:
-    """One user turn in progress.
+    """One user turn in progress: what it was given, and what it has produced so far.
 
-    Attributes:
+    Given (explicitly, when the turn starts):
         persona: the persona's name, for log lines.
+        client: the client that calls the model.
         plan: the tools this turn offers (chosen by ``//``).
         prefix: system prompt + sanitised history: the same for every round.
-        new: this turn's messages, starting with the user message.
         conversation_id: where the turn will be stored, if anywhere.
-        tool_rounds: tool rounds completed so far.
-        results: the last tool round's results, in call order.
+
+    Produced (appended by the loop):
+        new: this turn's messages, starting with the user message.
+        citations: the sources found so far, numbered in order.
+        rounds: one :class:`RoundState` per model call.
+        usages: the token counts of each call.
     """
 
     persona: str
+    client: GLMClient
     plan: ToolPlan
     prefix: list[Message]
     new: list[Message]
@@ -53,8 +65,6 @@ class Turn:
     citations: CitationBook = field(default_factory=CitationBook)
     rounds: list[RoundState] = field(default_factory=list)
     usages: list[Usage] = field(default_factory=list)
-    tool_rounds: int = 0
-    results: list[ToolResult] = field(default_factory=list)
 
     def collect(self, completion: ChatCompletion) -> None:
         """Keep a completion's usage and its ``web_search[]`` sources."""
@@ -64,9 +74,15 @@ class Turn:
             self.citations.add_server_results(completion.web_search)
 
     def record_round(
-        self, completion: ChatCompletion, started: float, calls: Sequence[ToolCall], most: int
+        self,
+        completion: ChatCompletion,
+        started: float,
+        calls: Sequence[ToolCall] = (),
+        results: Sequence[ToolResult] = (),
+        *,
+        most: int,
     ) -> None:
-        """Add the round's :class:`RoundState` and log its one INFO line."""
+        """Add the round's :class:`RoundState` (its calls and their results) and log it."""
         ms = (perf_counter() - started) * 1000.0
         number = len(self.rounds) + 1
         infos = [
@@ -76,7 +92,7 @@ class Turn:
             RoundState(
                 number=number,
                 tool_calls=infos,
-                results=self.results if calls else [],
+                results=list(results),
                 usage=completion.usage,
                 finish_reason=completion.finish_reason,
                 duration_ms=ms,
@@ -117,7 +133,7 @@ class Turn:
         return self.reply(content, stop, completion.model or model, self.new)
 
     def reply(self, content: str, stop: StopReason, model: str, messages: list[Message]) -> Reply:
-        """The :class:`Reply`; ``messages`` are what will be stored (empty: nothing)."""
+        """The :class:`Reply` with the turn's citations, rounds and summed usage."""
         return Reply(
             content=content,
             citations=self.citations.citations,

@@ -10,8 +10,8 @@ import argparse
 import sys
 
 from generic_framework.config import Settings, load_dotenv
-from generic_framework.errors import ConfigError
 from generic_framework.service.server import run
+from generic_framework.wire.errors import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:

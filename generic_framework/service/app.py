@@ -24,7 +24,6 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from generic_framework.client import GLMClient
 from generic_framework.config import DEFAULT_BASE_URL, Settings
 from generic_framework.core.history import ConversationStore
 from generic_framework.service import api
@@ -33,6 +32,8 @@ from generic_framework.service.middleware import BearerAuthMiddleware, BodyLimit
 from generic_framework.service.openapi import openapi_document
 from generic_framework.service.state import ServiceState, state_of
 from generic_framework.service.turns import PersonaLike
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import register_secret
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -115,6 +116,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
         )
     if settings.bot_api_token is not None:
         token = settings.bot_api_token.get_secret_value()
+        register_secret(token)
         stack.append(Middleware(BearerAuthMiddleware, token=token))
     stack.append(Middleware(BodyLimitMiddleware, max_body=settings.bot_max_body))
     return stack
@@ -198,7 +200,7 @@ def create_app(
     Args:
         settings: the configuration (``Settings()`` from the environment when omitted).
         personas: name -> persona to serve; loaded from ``PERSONAS_DIR`` when omitted, all
-            sharing one :class:`~generic_framework.client.GLMClient` and one store.
+            sharing one :class:`~generic_framework.wire.client.GLMClient` and one store.
         store: the conversation store behind ``/v1/conversations`` (pass the one the given
             personas use); opened at ``DATA_DIR/conversations.sqlite3`` when omitted.
         client: the GLM client for loaded personas (created, and closed at shutdown, when

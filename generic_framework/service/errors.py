@@ -21,9 +21,9 @@ ConfigError                               500     ``configuration_error``
 any other exception                       500     ``internal_error``
 ========================================  ======  ===============================
 
-Messages come from :class:`~generic_framework.errors.GLMError`, which are already redacted, and
-go through :func:`~generic_framework.errors.redact` once more; an unexpected exception's text is
-logged, never sent.
+Messages come from :class:`~generic_framework.wire.errors.GLMError`, which are already
+redacted, and go through :func:`~generic_framework.wire.errors.redact` once more; an unexpected
+exception's text is logged, never sent.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
-from generic_framework.errors import (
+from generic_framework.wire.errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,

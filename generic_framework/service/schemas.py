@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from generic_framework.core.reply import Citation
-from generic_framework.messages import WebSearchResult
+from generic_framework.wire.messages import WebSearchResult
 
 __all__ = [
     "CONVERSATION_ID_PATTERN",

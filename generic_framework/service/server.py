@@ -29,7 +29,7 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from generic_framework.config import Settings
-from generic_framework.errors import ConfigError
+from generic_framework.wire.errors import ConfigError
 
 __all__ = [
     "GRACEFUL_SHUTDOWN",

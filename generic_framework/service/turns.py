@@ -20,7 +20,6 @@ import anyio
 
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.reply import Citation, Reply
-from generic_framework.messages import WebSearchResult
 from generic_framework.service.errors import ServiceError, map_exception
 from generic_framework.service.schemas import (
     ChatCompletionChunkOut,
@@ -32,6 +31,7 @@ from generic_framework.service.schemas import (
     ReplySummaryOut,
     UsageOut,
 )
+from generic_framework.wire.messages import WebSearchResult
 
 __all__ = [
     "ConversationLocks",

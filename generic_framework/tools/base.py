@@ -7,7 +7,7 @@ before the function runs, so the function only ever sees values that match its s
 
 :meth:`FunctionTool.run` never raises for the model's mistakes: bad JSON, invalid arguments, an
 exception inside the function or a timeout all come back as a :class:`ToolOutcome` with
-``ok=False`` and an error text the model can read. Only :class:`~generic_framework.errors.
+``ok=False`` and an error text the model can read. Only :class:`~generic_framework.wire.errors.
 ToolLoopError` (a framework bug) and cancellation propagate.
 """
 
@@ -24,8 +24,8 @@ from typing import Any, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_json
 
-from generic_framework.errors import ConfigError, ToolLoopError, redact
-from generic_framework.messages import FunctionDefinition, FunctionToolSpec
+from generic_framework.wire.errors import ConfigError, ToolLoopError, redact
+from generic_framework.wire.messages import FunctionDefinition, FunctionToolSpec
 
 __all__ = [
     "NO_OUTPUT",

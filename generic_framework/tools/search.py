@@ -2,7 +2,7 @@
 
 For endpoints that do not run the built-in ``web_search`` tool (reported for the coding endpoint,
 docs/protocol.md §0.4), the model gets an ordinary function tool instead. Its calls go through
-:meth:`GLMClient.web_search <generic_framework.client.GLMClient.web_search>` (``POST
+:meth:`GLMClient.web_search <generic_framework.wire.client.GLMClient.web_search>` (``POST
 {base}/web_search``). The function returns :class:`SearchHits`; the persona numbers the results
 as citations and sends the model a compact JSON list in which each result carries the
 ``ref_N`` label to cite, so client-side and server-side answers cite the same way.
@@ -15,9 +15,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from generic_framework.messages import WebSearchResponse, WebSearchResult
 from generic_framework.tools.base import FunctionTool, tool
 from generic_framework.tools.web_search import Recency, WebSearch
+from generic_framework.wire.messages import WebSearchResponse, WebSearchResult
 
 __all__ = ["SEARCH_TOOL_NAME", "SearchFunction", "SearchHits", "make_search_tool"]
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from generic_framework.config import Settings
-from generic_framework.messages import WebSearchConfig, WebSearchToolSpec
+from generic_framework.limits import Recency, SearchCount
+from generic_framework.wire.messages import WebSearchConfig, WebSearchToolSpec
 
 __all__ = ["Recency", "WebSearch", "WebSearchMode"]
 
 WebSearchMode = Literal["builtin", "client", "off"]
-Recency = Literal["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"]
 
 
 class WebSearch(BaseModel):
@@ -44,7 +44,7 @@ class WebSearch(BaseModel):
 
     mode: WebSearchMode | None = None
     engine: str | None = None
-    count: int | None = Field(default=None, ge=1, le=50)
+    count: SearchCount | None = None
     recency: Recency | None = None
     domain_filter: str | None = None
     content_size: Literal["medium", "high"] | None = None

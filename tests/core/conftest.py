@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from zai_script import Script, Scripted, make_settings
 
-from generic_framework import retry
-from generic_framework.client import GLMClient
+from generic_framework.wire import retry
 from generic_framework.config import Settings
-from generic_framework.retry import set_testing
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.retry import set_testing
 
 
 @pytest.fixture(autouse=True)

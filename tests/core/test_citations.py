@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from generic_framework.core.citations import CitationBook
-from generic_framework.messages import WebSearchResult
+from generic_framework.wire.messages import WebSearchResult
 
 
 def item(n: int, link: str | None = None, refer: str | None = None) -> WebSearchResult:

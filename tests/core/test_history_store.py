@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from zai_script import Script, call, completion, make_settings
 
-from generic_framework.client import GLMClient
 from generic_framework.core.history import MIGRATIONS, ConversationStore
 from generic_framework.core.persona import Persona
-from generic_framework.errors import ConfigError
-from generic_framework.messages import (
+from generic_framework.tools import tool
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.messages import (
     AssistantMessage,
     FunctionCall,
     Message,
@@ -24,7 +25,6 @@ from generic_framework.messages import (
     ToolMessage,
     UserMessage,
 )
-from generic_framework.tools import tool
 
 MakeScript = Callable[..., Script]
 MakeClient = Callable[..., GLMClient]

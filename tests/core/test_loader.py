@@ -9,7 +9,7 @@ import pytest
 
 from generic_framework.config import Settings
 from generic_framework.core.loader import load_persona, load_personas
-from generic_framework.errors import ConfigError
+from generic_framework.wire.errors import ConfigError
 
 PERSONAS = Path(__file__).resolve().parents[2] / "personas"
 
@@ -125,8 +125,8 @@ def test_duplicate_names_across_files(tmp_path: Path) -> None:
 
 
 async def test_personas_share_the_given_client_and_store(tmp_path: Path) -> None:
-    from generic_framework.client import GLMClient
     from generic_framework.core.history import ConversationStore
+    from generic_framework.wire.client import GLMClient
 
     write(tmp_path, "a.toml", 'system_prompt = "x"')
     write(tmp_path, "b.toml", 'system_prompt = "y"')

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from zai_script import Script, call, completion, error, make_settings, source
 
-from generic_framework.client import GLMClient
 from generic_framework.config import Settings
 from generic_framework.core.events import Done, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.persona import (
@@ -22,8 +21,9 @@ from generic_framework.core.persona import (
     FORCED_ANSWER_INSTRUCTION,
     Persona,
 )
-from generic_framework.errors import BadRequestError, ToolLoopError
 from generic_framework.tools import WebSearch, calculate, tool
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import BadRequestError, ToolLoopError
 
 MakeScript = Callable[..., Script]
 MakeClient = Callable[..., GLMClient]

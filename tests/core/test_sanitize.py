@@ -12,11 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from zai_script import Script, call, completion, error, make_settings
 
-from generic_framework.client import GLMClient
 from generic_framework.core.persona import Persona
 from generic_framework.core.sanitize import history_problems, sanitize_history, split_turns
-from generic_framework.errors import GLMError
-from generic_framework.messages import (
+from generic_framework.tools import tool
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import GLMError
+from generic_framework.wire.messages import (
     AssistantMessage,
     FunctionCall,
     Message,
@@ -25,7 +26,6 @@ from generic_framework.messages import (
     ToolMessage,
     UserMessage,
 )
-from generic_framework.tools import tool
 
 
 def tc(id_: str) -> ToolCall:

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
-from generic_framework import retry
-from generic_framework.client import GLMClient
+from generic_framework.wire import retry
 from generic_framework.config import Settings
+from generic_framework.wire.client import GLMClient
 
 PAYLOADS = Path(__file__).parent / "payloads"
 

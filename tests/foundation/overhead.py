@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from generic_framework.client import GLMClient
 from generic_framework.config import Settings
-from generic_framework.messages import ChatCompletion, ChatRequest, SystemMessage, UserMessage
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.messages import ChatCompletion, ChatRequest, SystemMessage, UserMessage
 
 URL = "https://zai.test/api/paas/v4/chat/completions"
 BODY = json.dumps(

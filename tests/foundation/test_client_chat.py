@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from generic_framework.client import GLMClient
 from generic_framework.config import Settings
-from generic_framework.errors import (
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
     AuthenticationError,
@@ -24,7 +24,7 @@ from generic_framework.errors import (
     ResponseValidationError,
     ServerError,
 )
-from generic_framework.messages import ChatRequest, SystemMessage, UserMessage
+from generic_framework.wire.messages import ChatRequest, SystemMessage, UserMessage
 
 MakeClient = Callable[..., tuple[GLMClient, Any]]
 Load = Callable[[str], dict[str, Any]]

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from generic_framework import retry
-from generic_framework.client import GLMClient
+from generic_framework.wire import retry
 from generic_framework.config import Settings
-from generic_framework.errors import (
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
     ContentFilterError,
@@ -23,7 +23,7 @@ from generic_framework.errors import (
     ResponseValidationError,
     ServerError,
 )
-from generic_framework.messages import (
+from generic_framework.wire.messages import (
     ChatRequest,
     ContentDelta,
     ReasoningDelta,

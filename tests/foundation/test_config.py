@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from generic_framework.config import CODING_BASE_URL, DEFAULT_BASE_URL, Settings, load_dotenv
-from generic_framework.errors import ConfigError
+from generic_framework.wire.errors import ConfigError
 
 # Every variable of the public environment table with its documented default.
 DEFAULTS: list[tuple[str, str, Any]] = [

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from generic_framework import errors
-from generic_framework.client import GLMClient
-from generic_framework.errors import (
+from generic_framework.wire import errors
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import (
     APIConnectionError,
     APIError,
     APIStatusError,
@@ -29,8 +29,8 @@ from generic_framework.errors import (
     error_for,
     redact,
 )
-from generic_framework.messages import ChatRequest, UserMessage
-from generic_framework.retry import is_retryable
+from generic_framework.wire.messages import ChatRequest, UserMessage
+from generic_framework.wire.retry import is_retryable
 
 # Z.AI's documented business codes with the HTTP status they come with, the class each must map
 # to, and whether a retry can help. Retried: the concurrency, frequency and overload codes and

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from generic_framework.messages import (
+from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,
     ChatCompletionChunk,

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from generic_framework.client import GLMClient, _proxy_for
 from generic_framework.config import Settings
-from generic_framework.messages import ChatRequest, StreamCompleted, UserMessage
-from generic_framework.pool import SHARD_SIZE, ShardedTransport
+from generic_framework.wire.client import GLMClient, _proxy_for
+from generic_framework.wire.messages import ChatRequest, StreamCompleted, UserMessage
+from generic_framework.wire.pool import SHARD_SIZE, ShardedTransport
 
 CHUNK = {
     "id": "1",

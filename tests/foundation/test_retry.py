@@ -12,8 +12,8 @@ import time
 import httpx
 import pytest
 
-from generic_framework import retry
-from generic_framework.errors import (
+from generic_framework.wire import retry
+from generic_framework.wire.errors import (
     APIConnectionError,
     BadRequestError,
     GLMError,
@@ -21,7 +21,7 @@ from generic_framework.errors import (
     RateLimitError,
     ServerError,
 )
-from generic_framework.retry import MAX_RETRY_AFTER, RetryPolicy, parse_retry_after
+from generic_framework.wire.retry import MAX_RETRY_AFTER, RetryPolicy, parse_retry_after
 
 NOW = 1_780_000_000.0
 
@@ -202,10 +202,10 @@ async def test_one_warning_per_retry_with_its_reason(
         APIConnectionError("connection reset"),
     )
 
-    with caplog.at_level(logging.DEBUG, logger="generic_framework.retry"):
+    with caplog.at_level(logging.DEBUG, logger="generic_framework.wire.retry"):
         assert await RetryPolicy().call(attempt) == "ok"
 
-    lines = [r for r in caplog.records if r.name == "generic_framework.retry"]
+    lines = [r for r in caplog.records if r.name == "generic_framework.wire.retry"]
     assert [r.levelno for r in lines] == [logging.WARNING, logging.WARNING]
     first, second = (r.getMessage() for r in lines)
     assert "attempt 1" in first

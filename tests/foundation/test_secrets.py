@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from generic_framework.client import GLMClient
 from generic_framework.config import Settings
-from generic_framework.errors import GLMError, ResponseValidationError
-from generic_framework.messages import ChatRequest, UserMessage
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import GLMError, ResponseValidationError
+from generic_framework.wire.messages import ChatRequest, UserMessage
 
 MakeClient = Callable[..., tuple[GLMClient, Any]]
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generic_framework.messages import ChatCompletionChunk
-from generic_framework.sse import DONE, SSEDecoder, StreamAssembler
+from generic_framework.wire.messages import ChatCompletionChunk
+from generic_framework.wire.sse import DONE, SSEDecoder, StreamAssembler
 
 PAYLOADS = Path(__file__).parent / "payloads"
 FIXTURES = [

@@ -13,11 +13,11 @@ from pydantic_core import to_json
 
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.persona import FORCED_ANSWER_INSTRUCTION
-from generic_framework.messages import WebSearchResult
 from generic_framework.mock.fixture import Fixture
 from generic_framework.mock.sse import completion_to_events
 from generic_framework.tools import EXAMPLE_TOOLS, WebSearch, make_search_tool
 from generic_framework.tools.search import compact_results
+from generic_framework.wire.messages import WebSearchResult
 
 MODEL = "glm-4.7"
 CHAT = "/api/paas/v4/chat/completions"

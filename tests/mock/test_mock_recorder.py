@@ -13,7 +13,8 @@ import pytest
 from generic_framework.config import Settings
 from generic_framework.mock import MockServer, load_fixture, load_fixtures
 from generic_framework.mock.fixture import FixtureError
-from generic_framework.mock.recorder import (
+from generic_framework.mock.sse import completion_to_events, render_event
+from generic_framework.recording.recorder import (
     REDACTED,
     RecordingTransport,
     build_fixture,
@@ -22,8 +23,7 @@ from generic_framework.mock.recorder import (
     scrub,
     write_fixture,
 )
-from generic_framework.mock.replay import replay_fixture
-from generic_framework.mock.sse import completion_to_events, render_event
+from generic_framework.recording.replay import replay_fixture
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "0123456789abcdef" * 2 + ".AbCdEfGhIjKlMnOp"  # fake, in Z.AI's key shape
@@ -237,7 +237,7 @@ def test_no_fixture_in_the_repository_holds_a_secret() -> None:
 
 
 async def test_recording_with_an_unknown_persona_is_a_configuration_error(tmp_path: Path) -> None:
-    from generic_framework.errors import ConfigError
+    from generic_framework.wire.errors import ConfigError
 
     upstream = Upstream(lambda body: gzipped_json(ANSWER))
     with pytest.raises(ConfigError, match=r"unknown persona 'nobody'; available: .*scout"):

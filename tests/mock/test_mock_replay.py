@@ -15,14 +15,14 @@ import pytest
 from generic_framework.config import Settings
 from generic_framework.mock import load_fixtures
 from generic_framework.mock.fixture import Fixture, FixtureError, bundled_fixtures_dir
-from generic_framework.mock.replay import (
+from generic_framework.recording.replay import (
     ReplayResult,
     default_replay_paths,
     render_table,
     replay_fixtures,
     replay_main,
 )
-from generic_framework.retry import set_testing
+from generic_framework.wire.retry import set_testing
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -184,11 +184,11 @@ def test_the_replay_command_passes_on_the_bundled_fixtures(tmp_path: Path) -> No
 
 async def test_a_conversation_keeps_finding_recorded_answers(tmp_path: Path) -> None:
     """The offline CLI's case: later questions carry earlier turns the fixtures never saw."""
-    from generic_framework.client import GLMClient
     from generic_framework.core.events import Done, TextDelta
     from generic_framework.core.history import ConversationStore
     from generic_framework.core.loader import load_personas
     from generic_framework.mock import MockServer
+    from generic_framework.wire.client import GLMClient
 
     async with MockServer() as server:
         config = Settings(api_key="offline", base_url=server.base_url,

@@ -26,10 +26,10 @@ from fixture_parts import SEARCH_TOOL, Conversation, call, completion, fixture
 
 from generic_framework.core.persona import CONTENT_FILTER_NOTICE, DEFAULT_FINAL_ANSWER_FALLBACK
 from generic_framework.core.tooling import build_plans, run_call
-from generic_framework.messages import ToolCall
 from generic_framework.mock.fixture import Fixture
 from generic_framework.mock.sse import completion_to_events
 from generic_framework.tools import EXAMPLE_TOOLS, WebSearch
+from generic_framework.wire.messages import ToolCall
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures" / "faults"

@@ -42,7 +42,7 @@ from service_processes import PERSONAS, TOKEN, Process, base_env, bot_process
 
 from generic_framework.core.history import ConversationStore
 from generic_framework.core.sanitize import history_problems
-from generic_framework.messages import UserMessage
+from generic_framework.wire.messages import UserMessage
 
 QUESTIONS = 20
 """Distinct questions of each kind: turns are told apart by their text."""

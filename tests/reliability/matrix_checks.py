@@ -7,9 +7,9 @@ from fault_fixtures import FIXTURES, Case
 from generic_framework.core.history import ConversationStore
 from generic_framework.core.reply import Reply
 from generic_framework.core.sanitize import history_problems
-from generic_framework.messages import AssistantMessage, UserMessage
 from generic_framework.mock import load_fixture
 from generic_framework.mock.fixture import Expected, ExpectedError
+from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 
 def expected_of(case: Case) -> Expected:

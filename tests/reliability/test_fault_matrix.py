@@ -22,15 +22,15 @@ from fault_fixtures import CASES, FIXTURES, PERSONAS, SETTINGS, Case, build_all
 from matrix_checks import check_store, expected_of
 from service_processes import Process, base_env
 
-from generic_framework import retry
-from generic_framework.client import GLMClient
+from generic_framework.wire import retry
 from generic_framework.config import Settings
 from generic_framework.core.events import Done
 from generic_framework.core.history import ConversationStore
 from generic_framework.core.loader import load_persona
 from generic_framework.core.reply import Reply
-from generic_framework.errors import GLMError
 from generic_framework.mock.fixture import Expected
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import GLMError
 
 pytestmark = pytest.mark.e2e
 
@@ -111,7 +111,7 @@ async def test_fault(
     )
     httpx.post(f"{mock.url}/mock/reset")
     retry.set_testing(not case.real_waits)
-    caplog.set_level(logging.WARNING, logger="generic_framework.retry")
+    caplog.set_level(logging.WARNING, logger="generic_framework.wire.retry")
     reply: Reply | None = None
     error: GLMError | None = None
     started = time.monotonic()
@@ -122,7 +122,7 @@ async def test_fault(
     elapsed = time.monotonic() - started
 
     check_outcome(expected_of(case), reply, error)
-    retries = [r for r in caplog.records if r.name == "generic_framework.retry"]
+    retries = [r for r in caplog.records if r.name == "generic_framework.wire.retry"]
     report: dict[str, Any] = httpx.get(f"{mock.url}/mock/report").json()
     if case.refused:  # nothing reached the mock: count the attempts the retry policy logged
         assert len(retries) + 1 == case.requests

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from mock_helpers import assistant, tool_call, tool_message, user
 
-from generic_framework.client import GLMClient
 from generic_framework.config import Settings
 from generic_framework.core.history import ConversationStore
 from generic_framework.core.loader import load_personas
 from generic_framework.mock import MockServer, bundled_fixture_paths
 from generic_framework.mock.validation import MockError, validate_messages
+from generic_framework.wire.client import GLMClient
 
 REPO = Path(__file__).resolve().parents[2]
 

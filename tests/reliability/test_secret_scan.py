@@ -23,7 +23,7 @@ from mock_helpers import chat, completion, exchange, make_fixture, system, user
 from service_processes import PERSONAS, REPO, TOKEN, Process, base_env, bot_process
 
 from generic_framework.config import Settings
-from generic_framework.mock.recorder import record
+from generic_framework.recording.recorder import record
 
 pytestmark = pytest.mark.e2e
 

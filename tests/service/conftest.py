@@ -12,8 +12,8 @@ from service_fakes import FakePersona
 
 from generic_framework.config import Settings
 from generic_framework.core.history import ConversationStore
-from generic_framework.retry import set_testing
 from generic_framework.service import create_app
+from generic_framework.wire.retry import set_testing
 
 
 @pytest.fixture(autouse=True, scope="session")

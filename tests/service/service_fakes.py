@@ -9,7 +9,7 @@ from typing import Any
 
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.reply import Citation, Reply
-from generic_framework.messages import AssistantMessage, Usage, UserMessage
+from generic_framework.wire.messages import AssistantMessage, Usage, UserMessage
 
 TOKEN = "test-token-0123456789"
 

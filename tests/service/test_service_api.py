@@ -11,7 +11,7 @@ import pytest
 from service_fakes import FakePersona, chunks, make_reply
 
 from generic_framework.core.history import ConversationStore
-from generic_framework.errors import (
+from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
     AuthenticationError,
@@ -21,7 +21,7 @@ from generic_framework.errors import (
     ServerError,
     register_secret,
 )
-from generic_framework.messages import AssistantMessage, UserMessage
+from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 Client = Callable[..., httpx.AsyncClient]
 

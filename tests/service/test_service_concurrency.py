@@ -9,11 +9,11 @@ from collections.abc import Callable
 import httpx
 from service_fakes import GatedPersona
 
-from generic_framework.client import GLMClient
 from generic_framework.config import Settings
 from generic_framework.core.history import ConversationStore
 from generic_framework.core.persona import Persona
 from generic_framework.service import create_app
+from generic_framework.wire.client import GLMClient
 
 Client = Callable[..., httpx.AsyncClient]
 

@@ -16,9 +16,9 @@ import uvicorn
 from service_fakes import TOKEN
 
 from generic_framework.config import Settings
-from generic_framework.errors import ConfigError
 from generic_framework.service import check_bind, create_app, is_loopback, uvicorn_config
 from generic_framework.service.middleware import BodyLimitMiddleware
+from generic_framework.wire.errors import ConfigError
 
 Client = Callable[..., httpx.AsyncClient]
 

@@ -8,9 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from generic_framework.config import Settings
-from generic_framework.messages import WebSearchResult
 from generic_framework.tools import SEARCH_TOOL_NAME, WebSearch, make_search_tool
 from generic_framework.tools.search import compact_results
+from generic_framework.wire.messages import WebSearchResult
 
 
 def test_resolve_fills_from_settings_and_keeps_explicit_values(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 
 :class:`SSEDecoder` takes bytes in whatever pieces the network delivers and yields the ``data``
 payload of each complete event; any split of the same byte stream yields the same events.
-:class:`StreamAssembler` folds :class:`~generic_framework.messages.ChatCompletionChunk` values
-into one :class:`~generic_framework.messages.ChatCompletion`: text and reasoning concatenated,
+:class:`StreamAssembler` folds :class:`~generic_framework.wire.messages.ChatCompletionChunk` values
+into one :class:`~generic_framework.wire.messages.ChatCompletion`: text and reasoning concatenated,
 ``tool_stream`` fragments joined by ``index`` (id and name kept from the first fragment that has
 them), and ``usage`` / ``web_search[]`` taken from the chunk that carries them (the last one).
 
@@ -24,8 +24,8 @@ from typing import cast
 import httpx
 from pydantic import ValidationError
 
-from generic_framework.errors import ResponseValidationError, error_for
-from generic_framework.messages import (
+from generic_framework.wire.errors import ResponseValidationError, error_for
+from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,
     ChatCompletionChunk,

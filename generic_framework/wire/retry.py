@@ -1,6 +1,7 @@
 """The one retry policy, built on tenacity.
 
-What retries (decided by the business code first, see :func:`generic_framework.errors.error_for`):
+What retries (decided by the business code first, see
+:func:`generic_framework.wire.errors.error_for`):
 connection errors, timeouts, HTTP 408/409/5xx, and HTTP 429 only for 1302/1303/1305/1312.
 Never 1113, 1214, 1261, 1301, 401 or 403.
 
@@ -30,7 +31,7 @@ from typing import TypeVar
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tenacity.stop import stop_base
 
-from generic_framework.errors import GLMError
+from generic_framework.wire.errors import GLMError
 
 __all__ = [
     "MAX_RETRY_AFTER",
@@ -41,7 +42,7 @@ __all__ = [
     "sleep",
 ]
 
-logger = logging.getLogger("generic_framework.retry")
+logger = logging.getLogger("generic_framework.wire.retry")
 
 MAX_RETRY_AFTER = 120.0
 """The longest wait a server's ``Retry-After`` can impose on us, in seconds."""

@@ -1,14 +1,13 @@
-"""The conversation store: whole turns in SQLite (``DATA_DIR/conversations.sqlite3``).
+"""The SQLite conversation store: whole turns in one file (``DATA_DIR/conversations.sqlite3``).
 
-- **Whole turns only.** :meth:`ConversationStore.append_turn` writes a turn's messages (user
+- **Whole turns only.** :meth:`SQLiteStore.append_turn` writes a turn's messages (user
   message, assistant tool calls, tool answers, final answer) in one ``BEGIN IMMEDIATE``
   transaction, after the turn completed; a failed turn writes nothing, so a stored history never
   ends in an unanswered tool call.
-- **One turn at a time per conversation.** :meth:`ConversationStore.lock` hands out one
-  ``asyncio.Lock`` per conversation id within the process. Across processes sharing the file,
-  ``BEGIN IMMEDIATE`` (plus WAL and a busy timeout) makes each turn's write atomic and numbers
-  turns without gaps or duplicates; two processes answering the same conversation at the same
-  moment would each see the history without the other's turn.
+- **Across processes** sharing the file, ``BEGIN IMMEDIATE`` (plus WAL and a busy timeout) makes
+  each turn's write atomic and numbers turns without gaps or duplicates. Turns on one
+  conversation are serialised within a process by the Runtime's locks; two processes answering
+  the same conversation at the same moment would each see the history without the other's turn.
 - **Schema changes** are an ordered list of small functions, :data:`MIGRATIONS`; ``PRAGMA
   user_version`` records how many have run.
 - **Off the event loop.** Every operation runs in a worker thread (``asyncio.to_thread``): a
@@ -21,33 +20,22 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import TypeAdapter
 
-from generic_framework.errors import ConfigError
-from generic_framework.messages import Message
+from generic_framework.store.base import StoredMessage, check_conversation_id
+from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.messages import Message
 
-__all__ = ["MIGRATIONS", "ConversationStore", "StoredMessage"]
+__all__ = ["MIGRATIONS", "SQLiteStore"]
 
 _T = TypeVar("_T")
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 _BUSY_TIMEOUT_MS = 10_000
-
-
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    """A message as stored: its turn, the persona that answered, and when."""
-
-    turn: int
-    persona: str
-    created_at: str
-    message: Message
 
 
 def _m001_tables(db: sqlite3.Connection) -> None:
@@ -80,8 +68,8 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class ConversationStore:
-    """Conversation histories in one SQLite file (WAL mode).
+class SQLiteStore:
+    """Conversation histories in one SQLite file (WAL mode); a :class:`ConversationStore`.
 
     Args:
         path: the database file; its directory is created when missing.
@@ -91,20 +79,11 @@ class ConversationStore:
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
         self._guard = threading.Lock()
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def __repr__(self) -> str:
-        return f"ConversationStore({str(self.path)!r})"
+        return f"SQLiteStore({str(self.path)!r})"
 
     # ------------------------------------------------------------------ public API
-
-    def lock(self, conversation_id: str) -> asyncio.Lock:
-        """The lock that serialises turns on ``conversation_id`` within this process."""
-        lock = self._locks.get(conversation_id)
-        if lock is None:
-            lock = asyncio.Lock()
-            self._locks[conversation_id] = lock
-        return lock
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
@@ -116,7 +95,7 @@ class ConversationStore:
         self, conversation_id: str, persona: str, messages: Sequence[Message]
     ) -> int:
         """Store one whole turn in one transaction; return its number (1 for the first)."""
-        _check_id(conversation_id)
+        check_conversation_id(conversation_id)
         if not messages:
             raise ValueError("a turn has at least one message")
         bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in messages]
@@ -233,11 +212,6 @@ class ConversationStore:
             raise
         db.execute("COMMIT")
         return deleted.rowcount > 0
-
-
-def _check_id(conversation_id: str) -> None:
-    if not conversation_id or len(conversation_id) > 256:
-        raise ValueError("a conversation id is 1-256 characters")
 
 
 def _migrate(db: sqlite3.Connection) -> None:

@@ -1,6 +1,6 @@
 """Recording real exchanges as fixtures, with secrets removed before anything reaches disk.
 
-:class:`RecordingTransport` wraps the transport :class:`~generic_framework.client.GLMClient`
+:class:`RecordingTransport` wraps the transport :class:`~generic_framework.wire.client.GLMClient`
 sends through and keeps every exchange in memory: the parsed request body and the response as
 JSON, or as its list of SSE events (streams are passed on chunk by chunk, never buffered).
 :func:`build_fixture` turns the exchanges into a :class:`Fixture` with :func:`scrub` applied,
@@ -24,15 +24,15 @@ from typing import Any
 
 import httpx
 
-from generic_framework.client import GLMClient
 from generic_framework.config import Settings
 from generic_framework.core.events import Done
 from generic_framework.core.loader import load_personas
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
-from generic_framework.errors import ConfigError, GLMError, redact
 from generic_framework.mock.fixture import DEFAULT_PERSONA, Fixture, FixtureError
 from generic_framework.mock.sse import parse_sse
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import ConfigError, GLMError, redact
 
 __all__ = [
     "REDACTED",

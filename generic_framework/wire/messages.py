@@ -1,9 +1,10 @@
 """Pydantic models of the Z.AI chat-completions wire format (docs/protocol.md §2-§4, §6).
 
-Parsed once at the edge by :class:`~generic_framework.client.GLMClient`; the rest of the library
-works on these values. Every response model tolerates unknown fields (Z.AI adds fields freely),
-a missing ``object`` field, ``content`` that is ``""``, ``"\\n\\n"`` or null beside ``tool_calls``,
-and ``arguments`` sent either as a JSON string (real traffic) or as an object (the OpenAPI spec).
+Parsed once at the edge by :class:`~generic_framework.wire.client.GLMClient`; the rest of the
+library works on these values. Every response model tolerates unknown fields (Z.AI adds fields
+freely), a missing ``object`` field, ``content`` that is ``""``, ``"\\n\\n"`` or null beside
+``tool_calls``, and ``arguments`` sent either as a JSON string (real traffic) or as an object
+(the OpenAPI spec).
 """
 
 from __future__ import annotations

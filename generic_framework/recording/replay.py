@@ -28,16 +28,16 @@ from typing import Any, TextIO
 
 from pydantic import SecretStr
 
-from generic_framework.client import GLMClient
 from generic_framework.config import Settings
 from generic_framework.core.events import Done
 from generic_framework.core.loader import load_personas
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
-from generic_framework.errors import ConfigError, GLMError
 from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_fixtures
 from generic_framework.mock.server import MockServer
 from generic_framework.tools import EXAMPLE_TOOLS, SEARCH_TOOL_NAME, FunctionTool, WebSearch
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import ConfigError, GLMError
 
 __all__ = [
     "ReplayResult",

@@ -2,9 +2,9 @@
 
 One shared :class:`httpx.AsyncClient` (owned, or borrowed and then never closed), Bearer auth,
 the timeouts from :class:`~generic_framework.config.Settings`, the retry policy of
-:mod:`generic_framework.retry`, and one translation of every failure into the error tree of
-:mod:`generic_framework.errors`. Bodies are parsed once, here, into the wire types of
-:mod:`generic_framework.messages`.
+:mod:`generic_framework.wire.retry`, and one translation of every failure into the error tree of
+:mod:`generic_framework.wire.errors`. Bodies are parsed once, here, into the wire types of
+:mod:`generic_framework.wire.messages`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from generic_framework.config import Settings
-from generic_framework.errors import (
+from generic_framework.wire.errors import (
     APIConnectionError,
     APIStatusError,
     APITimeoutError,
@@ -32,17 +32,18 @@ from generic_framework.errors import (
     ServerError,
     error_for,
     redact,
+    register_secret,
 )
-from generic_framework.messages import (
+from generic_framework.wire.messages import (
     ChatCompletion,
     ChatRequest,
     StreamCompleted,
     StreamEvent,
     WebSearchResponse,
 )
-from generic_framework.pool import ShardedTransport
-from generic_framework.retry import RetryPolicy, parse_retry_after
-from generic_framework.sse import (
+from generic_framework.wire.pool import ShardedTransport
+from generic_framework.wire.retry import RetryPolicy, parse_retry_after
+from generic_framework.wire.sse import (
     DONE,
     StreamAssembler,
     check_error_frame,
@@ -54,7 +55,7 @@ from generic_framework.sse import (
 
 __all__ = ["GLMClient"]
 
-logger = logging.getLogger("generic_framework.client")
+logger = logging.getLogger("generic_framework.wire.client")
 
 _M = TypeVar("_M", bound=BaseModel)
 _T = TypeVar("_T")
@@ -65,7 +66,8 @@ class GLMClient:
     """Async client for Z.AI's chat-completions and Web Search APIs.
 
     Args:
-        settings: where the endpoint, key, timeouts, retries and pool size come from.
+        settings: where the endpoint, key, timeouts, retries and pool size come from;
+            :meth:`Settings.defaults` (not the environment) when omitted.
         http_client: an ``httpx.AsyncClient`` to borrow; it is never closed by this client.
         transport: an httpx transport for the owned client (tests, recording).
 
@@ -79,9 +81,11 @@ class GLMClient:
         http_client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.settings = settings if settings is not None else Settings()
+        self.settings = settings if settings is not None else Settings.defaults()
         s = self.settings
         key = s.api_key.get_secret_value() if s.api_key is not None else ""
+        # The key is sent from here: from now on no error text or log line may show it.
+        register_secret(key)
         headers = {
             "Authorization": f"Bearer {key}",
             "Content-Type": "application/json",

@@ -1,0 +1,305 @@
+"""The turn engine: one user turn of a persona, from the first model call to the reply.
+
+:class:`TurnEngine` runs the tool loop for a resolved :class:`PersonaSpec` on a :class:`Turn`
+that carries everything the turn is given (client, tool plan, system prompt and history).
+Each model answer becomes an explicit next step, :class:`RunTools` or :class:`Finish`
+(:func:`next_step`); tool results are returned by the round that produced them, never kept
+on the side for a later step to find. The loop ends with one :class:`TurnEnd` saying what the
+caller should store. :class:`~generic_framework.core.persona.Persona` is a turn engine bound
+to a runtime: ``Persona._call_llm`` and ``Persona._handle_tool_calls`` are the seams.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass
+from time import perf_counter
+from typing import cast
+
+from generic_framework.core.events import PersonaEvent, RoundStarted, TextDelta, ToolFinished
+from generic_framework.core.reply import Reply, ToolResult
+from generic_framework.core.spec import PersonaSpec
+from generic_framework.core.tooling import (
+    BUILTIN_SEARCH_CONFIRMATION,
+    CallOutcome,
+    call_name,
+    execute,
+    tool_result,
+)
+from generic_framework.core.turn import Turn
+from generic_framework.wire.errors import ContentFilterError, ToolLoopError
+from generic_framework.wire.messages import (
+    AssistantMessage,
+    ChatCompletion,
+    ChatRequest,
+    ContentDelta,
+    StreamCompleted,
+    StreamEvent,
+    SystemMessage,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+
+__all__ = [
+    "BUILTIN_SEARCH_CONFIRMATION",
+    "CONTENT_FILTER_NOTICE",
+    "FORCED_ANSWER_INSTRUCTION",
+    "Finish",
+    "RunTools",
+    "ToolRound",
+    "TurnEnd",
+    "TurnEngine",
+    "next_step",
+]
+
+logger = logging.getLogger("generic_framework.persona")
+
+CONTENT_FILTER_NOTICE = "Sorry, this request was blocked by the provider's content filter."
+FORCED_ANSWER_INSTRUCTION = (
+    "You have used every tool call available for this question. Do not call any tools. "
+    "Answer the question above now, using only the information you already have, and say "
+    "briefly if something could not be checked."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunTools:
+    """Next step: answer the tool calls of the completion's message, then call again."""
+
+    completion: ChatCompletion
+
+    @property
+    def message(self) -> AssistantMessage:
+        """The assistant message carrying the calls."""
+        return self.completion.message
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Next step: the turn ends with this completion's text."""
+
+    completion: ChatCompletion
+
+
+def next_step(completion: ChatCompletion, *, tools_offered: bool) -> RunTools | Finish:
+    """What a model answer asks for.
+
+    Tool calls are run only when tools were offered and the answer did not stop for
+    ``length`` (a cut-off answer's calls may be incomplete); otherwise the turn finishes and
+    any tool calls in the answer are dropped.
+    """
+    message = completion.message
+    if tools_offered and message.tool_calls and completion.finish_reason != "length":
+        return RunTools(completion)
+    return Finish(completion)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRound:
+    """What :meth:`TurnEngine._handle_tool_calls` hands back last: one result per call."""
+
+    results: list[ToolResult]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """The loop's last item: the reply, and whether the turn's messages are to be stored."""
+
+    reply: Reply
+    store: bool
+
+
+class TurnEngine:
+    """Runs one user turn of a resolved spec (every setting-backed field filled).
+
+    Args:
+        spec: the persona, resolved with :meth:`PersonaSpec.resolve`.
+        tool_timeout: seconds one function tool call may take (``TOOL_TIMEOUT``).
+        keep_reasoning: keep ``reasoning_content`` of earlier turns in the history (the coding
+            endpoint and ``clear_thinking: false`` want it back).
+    """
+
+    def __init__(self, spec: PersonaSpec, *, tool_timeout: float, keep_reasoning: bool) -> None:
+        if spec.model is None or spec.max_tool_rounds is None:
+            raise ToolLoopError("a turn engine needs a resolved spec (PersonaSpec.resolve)")
+        self.spec = spec
+        self.tool_timeout = tool_timeout
+        self.keep_reasoning = keep_reasoning
+        prompt = spec.system_prompt
+        self._system = [SystemMessage(content=prompt)] if prompt.strip() else []
+        self._forced = UserMessage(content=FORCED_ANSWER_INSTRUCTION)
+        self._most = spec.max_tool_rounds + 1
+        self._request = ChatRequest(
+            model=spec.model, messages=[], thinking=spec.thinking, temperature=spec.temperature
+        )
+
+    async def _loop(self, turn: Turn, stream: bool) -> AsyncGenerator[PersonaEvent | TurnEnd, None]:
+        """Run one turn's tool loop, yielding text, tool progress and, last, a :class:`TurnEnd`.
+
+        1. Round ``n`` (1-based) starts. While ``n <= max_tool_rounds`` offer the turn's tools
+           (chosen by ``//`` when the turn began); after that the call carries no tools and one
+           extra instruction to answer from what it has (the forced final answer).
+        2. Call the model through :meth:`_complete` or, streamed, :meth:`_call_llm`; pass text
+           deltas on.
+        3. Keep the call's usage and its ``web_search[]`` sources as citations.
+        4. :func:`next_step` decides. :class:`RunTools`: announce the round, answer every call
+           through :meth:`_handle_tool_calls` (assistant message, then one tool message per
+           call, in call order), record the round with the results it returned, go back to 1.
+        5. :class:`Finish`: empty text becomes ``final_answer_fallback``, ``[ref_N]`` markers
+           become ``[n]``, ``stop_reason`` is ``length``, ``max_rounds`` (the forced call
+           answered) or ``completed``; the turn ends to be stored.
+
+        A :class:`ContentFilterError` from any call ends the turn with ``stop_reason
+        content_filter`` and a short notice, not to be stored. Other errors propagate. At most
+        ``max_tool_rounds + 1`` calls; the loop is iterative so the cap is one visible counter
+        (docs/design/0300).
+        """
+        cap = cast(int, self.spec.max_tool_rounds)
+        for number in range(1, cap + 2):
+            offer = turn.plan.specs if number <= cap else None
+            forced = number > cap > 0
+            started = perf_counter()
+            completion: ChatCompletion | None = None
+            try:
+                if stream:
+                    answer = self._call_llm(turn, tools=offer, forced=forced)
+                    async with aclosing(answer) as items:
+                        async for item in items:
+                            if isinstance(item, TextDelta):
+                                yield item
+                            else:
+                                completion = item
+                else:
+                    # Nothing to pass on before the completion: one await, no async generator.
+                    completion = await self._complete(turn, tools=offer, forced=forced)
+            except ContentFilterError as exc:
+                yield self._filtered(turn, exc)
+                return
+            if completion is None:
+                raise ToolLoopError("the model call returned no completion")
+            turn.collect(completion)
+            step = next_step(completion, tools_offered=bool(offer))
+            if isinstance(step, Finish):
+                yield self._finish(turn, step, started, forced=forced)
+                return
+            async with aclosing(self._run_tools(turn, number, step, started)) as events:
+                async for event in events:
+                    yield event
+        raise ToolLoopError(f"the loop ran past its cap of {cap} tool rounds")
+
+    async def _run_tools(
+        self, turn: Turn, number: int, step: RunTools, started: float
+    ) -> AsyncGenerator[PersonaEvent, None]:
+        """Step 4: announce the round, answer its calls, record it with their results."""
+        calls = step.message.tool_calls or []
+        yield RoundStarted(number, [call_name(call) for call in calls])
+        results: list[ToolResult] = []
+        async with aclosing(self._handle_tool_calls(step.message, turn)) as progress:
+            async for event in progress:
+                if isinstance(event, ToolRound):
+                    results = event.results
+                else:
+                    yield event
+        turn.record_round(step.completion, started, calls, results, most=self._most)
+
+    def _finish(self, turn: Turn, step: Finish, started: float, *, forced: bool) -> TurnEnd:
+        """Step 5: the reply from the answering call; the turn is to be stored."""
+        turn.record_round(step.completion, started, most=self._most)
+        reply = turn.finish(
+            step.completion,
+            forced=forced,
+            fallback=self.spec.final_answer_fallback,
+            model=cast(str, self.spec.model),
+        )
+        return TurnEnd(reply, store=True)
+
+    def _filtered(self, turn: Turn, exc: ContentFilterError) -> TurnEnd:
+        """The content filter stopped a call: a short notice, nothing stored."""
+        logger.warning("%s: the content filter stopped the turn (%s)", turn.persona, exc)
+        model = cast(str, self.spec.model)
+        return TurnEnd(turn.reply(CONTENT_FILTER_NOTICE, "content_filter", model, []), store=False)
+
+    def _request_for(
+        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
+    ) -> ChatRequest:
+        """The round's request, for :meth:`_complete` and :meth:`_call_llm`.
+
+        The request is ``[system, history..., user, this turn's tool rounds...]``. ``tools`` is
+        the turn's plan: for a ``//`` message (the prefix already stripped) the built-in
+        web_search tool with ``search_result: true`` plus the function tools (or the
+        client-side ``search_web`` tool, or only the functions, by ``WEB_SEARCH_MODE``); no
+        tools for a plain message unless ``tools_always``. ``forced`` appends the instruction
+        to answer now; it is sent once and never stored.
+        """
+        messages = [*turn.prefix, *turn.new]
+        if forced:
+            messages.append(self._forced)
+        # A shallow copy of the per-persona template: the messages are already validated wire
+        # models, so nothing is re-validated or deep-copied per round.
+        return self._request.model_copy(update={"messages": messages, "tools": tools})
+
+    async def _complete(
+        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
+    ) -> ChatCompletion:
+        """Send the turn's messages to the model with ``client.chat`` (``respond()``)."""
+        return await turn.client.chat(self._request_for(turn, tools=tools, forced=forced))
+
+    async def _call_llm(
+        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
+    ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
+        """Send the turn's messages to the model with ``client.chat_stream`` (``stream()``).
+
+        Yields:
+            :class:`TextDelta` pieces, then the completion.
+        """
+        request = self._request_for(turn, tools=tools, forced=forced)
+        # chat_stream is an async generator; closing it early releases the HTTP response.
+        stream_events = cast(AsyncGenerator[StreamEvent, None], turn.client.chat_stream(request))
+        async with aclosing(stream_events) as events:
+            async for event in events:
+                if isinstance(event, ContentDelta):
+                    yield TextDelta(event.text)
+                elif isinstance(event, StreamCompleted):
+                    yield event.completion
+
+    async def _handle_tool_calls(
+        self, message: AssistantMessage, turn: Turn
+    ) -> AsyncGenerator[ToolFinished | ToolRound, None]:
+        """Answer every tool call of ``message``: append the messages, return the results.
+
+        Appends the assistant message (text, or ``null`` when empty; the tool calls; its
+        ``reasoning_content`` echoed unchanged), then exactly one tool message per call in call
+        order. Built-in ``web_search`` calls get :data:`BUILTIN_SEARCH_CONFIRMATION`; functions
+        run concurrently, each under ``TOOL_TIMEOUT``, and every mistake of the model becomes
+        an error text it reads. Yields one :class:`ToolFinished` per call as each ends, then
+        one :class:`ToolRound` with the results in call order.
+        """
+        calls = message.tool_calls or []
+        turn.new.append(
+            AssistantMessage(
+                content=message.content if message.content and message.content.strip() else None,
+                reasoning_content=message.reasoning_content,
+                tool_calls=[
+                    c if c.index is None else c.model_copy(update={"index": None}) for c in calls
+                ],
+            )
+        )
+        outcomes: list[CallOutcome | None] = [None] * len(calls)
+        running = execute(calls, turn.plan, time_limit=self.tool_timeout, persona=turn.persona)
+        async with aclosing(running) as finished:
+            async for index, outcome in finished:
+                outcomes[index] = outcome
+                yield ToolFinished(outcome.name, outcome.ok, outcome.ms)
+        results = [
+            tool_result(call, outcome, turn.citations)
+            for call, outcome in zip(calls, outcomes, strict=True)
+            if outcome is not None
+        ]
+        if len(results) != len(calls):
+            raise ToolLoopError("a tool call was left without an answer")
+        for call, result in zip(calls, results, strict=True):
+            turn.new.append(ToolMessage(content=result.content, tool_call_id=call.id))
+        yield ToolRound(results)

@@ -1,0 +1,145 @@
+"""PersonaSpec: what a persona is, as frozen data, validated in one place.
+
+Persona files (:mod:`~generic_framework.core.loader`) and code (:class:`Persona(...)
+<generic_framework.core.persona.Persona>`) both build a :class:`PersonaSpec`; its field types
+come from :mod:`generic_framework.limits`, the same rules the environment's settings follow.
+Fields left ``None`` take the settings' values when the spec is resolved
+(:meth:`PersonaSpec.resolve`), which a persona does once, when it is bound to a runtime.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from generic_framework.config import Settings
+from generic_framework.limits import PERSONA_NAME_PATTERN, Temperature, ThinkingMode, ToolRounds
+from generic_framework.tools.web_search import WebSearch
+from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.messages import Thinking
+
+__all__ = ["DEFAULT_FINAL_ANSWER_FALLBACK", "PersonaSpec", "explain"]
+
+DEFAULT_FINAL_ANSWER_FALLBACK = (
+    "Sorry, I could not put an answer together this time. Please try again or rephrase."
+)
+_NAME = re.compile(PERSONA_NAME_PATTERN)
+
+
+class PersonaSpec(BaseModel):
+    """A persona as data: the keys of a persona file, frozen once validated.
+
+    Attributes:
+        name: identifies the persona (1-64 letters, digits, ``._-``).
+        description: one line for listings (``generic-framework personas``, ``/v1/models``).
+        system_prompt: the instructions sent first in every request (blank: none sent).
+        model: the GLM model id; ``None`` takes ``LLM_MODEL``.
+        temperature: 0.0-1.0; ``None`` takes ``LLM_TEMPERATURE`` (unset: the server default).
+        thinking: ``enabled``/``disabled`` or a :class:`Thinking`; ``None`` takes ``LLM_THINKING``.
+        max_tool_rounds: tool rounds before the forced final answer; ``None`` takes
+            ``MAX_TOOL_ROUNDS``; 0 turns tools off.
+        web_search: how ``//`` messages search; unset fields take the ``WEB_SEARCH_*`` settings.
+            ``False`` means ``WebSearch(mode="off")``.
+        tools: names of the function tools (example tools or tools of ``tool_modules``);
+            ``None`` offers every tool of ``tool_modules``.
+        tool_modules: modules whose ``@tool`` functions become available.
+        tools_always: offer the function tools on messages without ``//`` too.
+        final_answer_fallback: the reply when the model's final answer is empty.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    description: str = ""
+    system_prompt: str
+    model: str | None = Field(default=None, min_length=1)
+    temperature: Temperature | None = None
+    thinking: Thinking | None = None
+    max_tool_rounds: ToolRounds | None = None
+    web_search: WebSearch = Field(default_factory=WebSearch)
+    tools: tuple[str, ...] | None = None
+    tool_modules: tuple[str, ...] = ()
+    tools_always: bool = False
+    final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not _NAME.match(value):
+            raise ValueError(f"{value!r} is invalid: use 1-64 letters, digits, '.', '_' or '-'")
+        return value
+
+    @field_validator("thinking", mode="before")
+    @classmethod
+    def _thinking(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            allowed: tuple[ThinkingMode, ...] = ("enabled", "disabled")
+            if value not in allowed:
+                raise ValueError(f"must be 'enabled' or 'disabled' (got {value!r})")
+            return Thinking(type=value)
+        return value
+
+    @field_validator("web_search", mode="before")
+    @classmethod
+    def _web_search(cls, value: Any) -> Any:
+        if value is False:
+            return WebSearch(mode="off")
+        return WebSearch() if value is None or value is True else value
+
+    @field_validator("final_answer_fallback", mode="before")
+    @classmethod
+    def _fallback(cls, value: Any) -> Any:
+        return DEFAULT_FINAL_ANSWER_FALLBACK if value is None or value == "" else value
+
+    @classmethod
+    def build(cls, source: str | None = None, /, **values: Any) -> PersonaSpec:
+        """Validate ``values`` into a spec; problems become one :class:`ConfigError`.
+
+        Args:
+            source: prefixed to the message (a persona file's path), if given.
+
+        Raises:
+            ConfigError: naming each field and what is wrong with it.
+        """
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = explain(exc)
+            raise ConfigError(f"{source}: {problems}" if source else problems) from None
+
+    def resolve(self, settings: Settings) -> PersonaSpec:
+        """A copy with every setting-backed field filled from ``settings``."""
+        thinking = self.thinking
+        if thinking is None and settings.llm_thinking is not None:
+            thinking = Thinking(type=settings.llm_thinking)
+        return self.model_copy(
+            update={
+                "model": self.model or settings.llm_model,
+                "temperature": (
+                    self.temperature if self.temperature is not None else settings.llm_temperature
+                ),
+                "thinking": thinking,
+                "max_tool_rounds": (
+                    self.max_tool_rounds
+                    if self.max_tool_rounds is not None
+                    else settings.max_tool_rounds
+                ),
+                "web_search": self.web_search.resolve(settings),
+            }
+        )
+
+
+def explain(exc: ValidationError) -> str:
+    """Every problem of a validation error as ``field: what is wrong``, joined by ``; ``."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        field = ".".join(str(part) for part in err["loc"]) or "file"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            message = "unknown key (check the spelling)"
+        elif err["type"] == "missing":
+            message = "is required"
+        problems.append(f"{field}: {message}")
+    return "; ".join(problems)

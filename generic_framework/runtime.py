@@ -1,0 +1,112 @@
+"""Runtime: the one place that wires a deployment together.
+
+A :class:`Runtime` owns the GLM client, the conversation store and the per-conversation locks
+(see :class:`~generic_framework.core.resources.Resources`), reads the persona files of
+``PERSONAS_DIR`` and hands out personas bound to it. The CLI (every command), the service, the
+recorder, the replay runner and the benchmarks get their personas from a runtime::
+
+    async with Runtime.from_env() as runtime:
+        scout = runtime.persona("scout")
+        reply = await scout.respond("// what's the weather in Nanaimo?", conversation_id="u42")
+
+Closing the runtime closes everything it opened, once; personas bound to it stay usable only
+while it is open.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from generic_framework.config import Settings
+from generic_framework.core.loader import load_specs, resolve_tools
+from generic_framework.core.persona import Persona
+from generic_framework.core.resources import Resources
+from generic_framework.core.spec import PersonaSpec
+from generic_framework.store.base import ConversationStore
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import ConfigError
+
+__all__ = ["DEFAULT_PERSONA", "Runtime"]
+
+DEFAULT_PERSONA = "scout"
+"""The persona chosen when none is named and a persona of that name exists."""
+
+
+class Runtime(Resources):
+    """Client, store, locks and personas for one deployment.
+
+    Args:
+        settings: the configuration; :meth:`Settings.defaults` when omitted (use
+            :meth:`from_env` to read the environment).
+        client: a client to borrow (never closed here).
+        store: a store to borrow (never closed here).
+        transport: an httpx transport for the owned client (tests, the recorder).
+        personas_dir: where the persona files are (``settings.personas_dir`` when omitted).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        client: GLMClient | None = None,
+        store: ConversationStore | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        personas_dir: str | Path | None = None,
+    ) -> None:
+        super().__init__(settings, client=client, store=store, transport=transport)
+        self.personas_dir = Path(personas_dir or self.settings.personas_dir)
+        self._specs: dict[str, PersonaSpec] | None = None
+        self._personas: dict[str, Persona] = {}
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Runtime:
+        """A runtime on ``Settings(**overrides)``: arguments first, then the environment.
+
+        Raises:
+            ConfigError: a setting is invalid.
+        """
+        return cls(Settings(**overrides))
+
+    def specs(self) -> dict[str, PersonaSpec]:
+        """The persona files of :attr:`personas_dir`, by name (read once, then cached).
+
+        Raises:
+            ConfigError: the directory is missing, or a file is invalid.
+        """
+        if self._specs is None:
+            self._specs = load_specs(self.personas_dir)
+        return self._specs
+
+    def persona(self, name: str | None = None) -> Persona:
+        """The persona called ``name``, bound to this runtime (one object per name).
+
+        Without a name: ``scout`` if there is one, else the first in file-name order.
+
+        Raises:
+            ConfigError: no persona files, or no persona of that name.
+        """
+        self._check_open()
+        if name is not None and name in self._personas:
+            return self._personas[name]
+        specs = self.specs()
+        if not specs:
+            raise ConfigError(
+                f"no personas found in {str(self.personas_dir)!r}: set PERSONAS_DIR to a folder "
+                "of persona .toml files"
+            )
+        if name is None:
+            name = DEFAULT_PERSONA if DEFAULT_PERSONA in specs else next(iter(specs))
+        spec = specs.get(name)
+        if spec is None:
+            raise ConfigError(f"unknown persona {name!r}; available: {', '.join(sorted(specs))}")
+        if name not in self._personas:
+            tools = resolve_tools(spec, source=name)
+            self._personas[name] = Persona.from_spec(spec, tools=tools, runtime=self)
+        return self._personas[name]
+
+    def personas(self) -> dict[str, Persona]:
+        """Every persona of :attr:`personas_dir`, bound to this runtime, by name."""
+        return {name: self.persona(name) for name in self.specs()}

@@ -1,0 +1,11 @@
+"""The wire layer: everything that speaks Z.AI's HTTP protocol and nothing above it.
+
+- :mod:`~generic_framework.wire.client`: :class:`GLMClient`, the only place that does HTTP.
+- :mod:`~generic_framework.wire.messages`: pydantic wire types (requests, completions, chunks).
+- :mod:`~generic_framework.wire.sse`: the incremental SSE decoder and the stream assembler.
+- :mod:`~generic_framework.wire.retry`: the tenacity policy (what retries, for how long).
+- :mod:`~generic_framework.wire.pool`: the sharded connection pool.
+- :mod:`~generic_framework.wire.errors`: the error tree every failure is translated into.
+
+Nothing here imports the persona layer, the mock or the service.
+"""
