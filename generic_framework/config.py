@@ -10,7 +10,7 @@ An invalid value fails with the variable's name and what is allowed, for example
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -167,9 +167,16 @@ def _range(field: str) -> tuple[object, object] | None:
     info = Settings.model_fields.get(field)
     if info is None:
         return None
-    low = next((m.ge for m in info.metadata if getattr(m, "ge", None) is not None), None)
-    high = next((m.le for m in info.metadata if getattr(m, "le", None) is not None), None)
-    return (low, high) if low is not None and high is not None else None
+    bounds: dict[str, object] = {}
+    pending: list[Any] = [info, info.annotation]
+    while pending:
+        item = pending.pop()
+        for constraint in getattr(item, "metadata", ()):
+            for name in ("ge", "le"):
+                if getattr(constraint, name, None) is not None:
+                    bounds[name] = getattr(constraint, name)
+        pending.extend(get_args(item))
+    return (bounds["ge"], bounds["le"]) if len(bounds) == 2 else None
 
 
 def _explain(exc: ValidationError) -> str:

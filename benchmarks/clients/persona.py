@@ -9,8 +9,8 @@ from benchmarks.clients import Driver
 from benchmarks.clients.glmclient import settings_for
 from generic_framework.core.events import Done, TextDelta
 from generic_framework.core.persona import Persona
+from generic_framework.runtime import Runtime
 from generic_framework.tools.base import tool
-from generic_framework.wire.client import GLMClient
 
 
 class PersonaDriver(Driver):
@@ -19,15 +19,14 @@ class PersonaDriver(Driver):
     def __init__(self, base_url: str, options: dict[str, Any]) -> None:
         settings = settings_for(base_url, options)
         function = job.slow_weather if options.get("slow_tool") else job.get_weather
-        self.client = GLMClient(settings)
+        self.runtime = Runtime(settings)
         self.persona = Persona(
             name="bench",
             system_prompt=job.SYSTEM,
             tools=[tool(function, inline=bool(options.get("inline_tool")))],
-            settings=settings,
             web_search=False,
             tools_always=True,
-            client=self.client,
+            runtime=self.runtime,
         )
         self.last_rounds: list[float] = []
 
@@ -51,8 +50,7 @@ class PersonaDriver(Driver):
         return job.strip_stamp(answer), deltas
 
     async def aclose(self) -> None:
-        await self.persona.aclose()
-        await self.client.aclose()
+        await self.runtime.aclose()
 
 
 async def open_driver(base_url: str, options: dict[str, Any]) -> Driver:

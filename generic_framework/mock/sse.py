@@ -16,6 +16,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from generic_framework.wire.sse import ToolCallFragments
+
 __all__ = [
     "DONE",
     "completion_to_events",
@@ -112,23 +114,31 @@ def completion_to_events(body: dict[str, Any]) -> list[dict[str, Any] | str]:
     return events
 
 
-def _merge_call(calls: dict[int, dict[str, Any]], fragment: dict[str, Any]) -> None:
-    index = int(fragment.get("index", len(calls)))
-    call = calls.setdefault(
-        index,
-        {"id": "", "type": "function", "index": index, "function": {"name": "", "arguments": ""}},
-    )
-    for key in ("id", "type"):
-        if fragment.get(key):
-            call[key] = fragment[key]
+def _add_fragment(calls: ToolCallFragments, fragment: dict[str, Any]) -> None:
+    """Fold one ``tool_calls`` fragment in with the client's rule (see ToolCallFragments)."""
     function = fragment.get("function") or {}
-    if function.get("name"):
-        call["function"]["name"] = function["name"]
     arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        call["function"]["arguments"] += arguments
-    elif arguments is not None:
-        call["function"]["arguments"] += json.dumps(arguments, ensure_ascii=False)
+    if arguments is not None and not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    calls.add(
+        int(fragment.get("index", len(calls.calls))),
+        id=fragment.get("id"),
+        type=fragment.get("type"),
+        name=function.get("name"),
+        arguments=arguments,
+    )
+
+
+def _call_dicts(calls: ToolCallFragments) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": call.id,
+            "type": call.type,
+            "index": index,
+            "function": {"name": call.name, "arguments": "".join(call.arguments)},
+        }
+        for index, call in calls.in_order()
+    ]
 
 
 def events_to_completion(events: Sequence[dict[str, Any] | str]) -> dict[str, Any]:
@@ -138,7 +148,7 @@ def events_to_completion(events: Sequence[dict[str, Any] | str]) -> dict[str, An
     """
     content: list[str] = []
     reasoning: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
+    calls = ToolCallFragments()
     head: dict[str, Any] = {}
     tail: dict[str, Any] = {}
     finish: str | None = None
@@ -154,7 +164,7 @@ def events_to_completion(events: Sequence[dict[str, Any] | str]) -> dict[str, An
             content.append(delta.get("content") or "")
             reasoning.append(delta.get("reasoning_content") or "")
             for fragment in delta.get("tool_calls") or ():
-                _merge_call(calls, fragment)
+                _add_fragment(calls, fragment)
             finish = choice.get("finish_reason") or finish
         for extra in ("usage", "web_search"):
             if event.get(extra) is not None:
@@ -162,8 +172,8 @@ def events_to_completion(events: Sequence[dict[str, Any] | str]) -> dict[str, An
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content)}
     if any(reasoning):
         message["reasoning_content"] = "".join(reasoning)
-    if calls:
-        message["tool_calls"] = [calls[index] for index in sorted(calls)]
+    if calls.calls:
+        message["tool_calls"] = _call_dicts(calls)
     return {
         "id": head.get("id", ""),
         "request_id": head.get("id", ""),

@@ -26,12 +26,11 @@ import httpx
 
 from generic_framework.config import Settings
 from generic_framework.core.events import Done
-from generic_framework.core.loader import load_personas
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
 from generic_framework.mock.fixture import DEFAULT_PERSONA, Fixture, FixtureError
 from generic_framework.mock.sse import parse_sse
-from generic_framework.wire.client import GLMClient
+from generic_framework.runtime import Runtime
 from generic_framework.wire.errors import ConfigError, GLMError, redact
 
 __all__ = [
@@ -343,17 +342,6 @@ async def _run_turn(persona: Persona, message: str, stream: bool) -> Reply:
     return reply
 
 
-def _choose(personas: dict[str, Persona], name: str | None) -> Persona:
-    if name is not None:
-        if name not in personas:
-            known = ", ".join(sorted(personas)) or "none"
-            raise ConfigError(f"unknown persona {name!r}; available: {known}")
-        return personas[name]
-    if not personas:
-        raise ConfigError("no personas found: set PERSONAS_DIR to a folder of persona .toml files")
-    return personas.get(DEFAULT_PERSONA) or next(iter(personas.values()))
-
-
 async def record(
     settings: Settings,
     message: str,
@@ -389,9 +377,8 @@ async def record(
     secret = settings.api_key.get_secret_value() if settings.api_key else ""
     reply: Reply | None = None
     error: GLMError | None = None
-    async with GLMClient(settings, transport=recorder) as client:
-        found = load_personas(settings.personas_dir, settings=settings, client=client)
-        chosen = _choose(found, persona)
+    async with Runtime(settings, transport=recorder) as runtime:
+        chosen = runtime.persona(persona)
         try:
             reply = await _run_turn(chosen, message, stream)
         except GLMError as exc:

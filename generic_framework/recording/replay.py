@@ -30,13 +30,12 @@ from pydantic import SecretStr
 
 from generic_framework.config import Settings
 from generic_framework.core.events import Done
-from generic_framework.core.loader import load_personas
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
 from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_fixtures
 from generic_framework.mock.server import MockServer
+from generic_framework.runtime import Runtime
 from generic_framework.tools import EXAMPLE_TOOLS, SEARCH_TOOL_NAME, FunctionTool, WebSearch
-from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError, GLMError
 
 __all__ = [
@@ -102,7 +101,7 @@ def _offered(fixture: Fixture) -> list[dict[str, Any]]:
     return []
 
 
-def _rebuilt(fixture: Fixture, settings: Settings, client: GLMClient) -> Persona:
+def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
     """A persona equivalent to the one that recorded ``fixture``: its prompt and tools."""
     first = next(_chat_bodies(fixture), {})
     system = next(
@@ -127,21 +126,17 @@ def _rebuilt(fixture: Fixture, settings: Settings, client: GLMClient) -> Persona
         name=fixture.persona,
         system_prompt=str(system),
         tools=tools,
-        settings=settings,
         web_search=WebSearch(mode=mode),
         tools_always=bool(offered) and not web,
-        client=client,
+        runtime=runtime,
     )
 
 
-def persona_for(fixture: Fixture, settings: Settings, client: GLMClient) -> tuple[Persona, str]:
+def persona_for(fixture: Fixture, runtime: Runtime) -> tuple[Persona, str]:
     """The persona to replay ``fixture`` with, and where it came from (``file``/``fixture``)."""
-    directory = settings.personas_dir
-    if directory.is_dir():
-        found = load_personas(directory, settings=settings, client=client)
-        if fixture.persona in found:
-            return found[fixture.persona], "file"
-    return _rebuilt(fixture, settings, client), "fixture"
+    if runtime.personas_dir.is_dir() and fixture.persona in runtime.specs():
+        return runtime.persona(fixture.persona), "file"
+    return _rebuilt(fixture, runtime), "fixture"
 
 
 def _settings_for(fixture: Fixture, base: Settings, server: MockServer) -> Settings:
@@ -149,7 +144,7 @@ def _settings_for(fixture: Fixture, base: Settings, server: MockServer) -> Setti
     values.update(fixture.settings)
     url = server.coding_base_url if fixture.endpoint == "coding" else server.base_url
     values.update(base_url=url, api_key=SecretStr(REPLAY_KEY))
-    return Settings(**values)
+    return Settings.defaults(**values)
 
 
 # ------------------------------------------------------------------ running
@@ -226,9 +221,9 @@ async def replay_fixture(
     reply: Reply | None = None
     error: GLMError | None = None
     try:
-        config = _settings_for(fixture, settings or Settings(), server)
-        async with GLMClient(config) as client:
-            persona, source = persona_for(fixture, config, client)
+        config = _settings_for(fixture, settings or Settings.defaults(), server)
+        async with Runtime(config) as runtime:
+            persona, source = persona_for(fixture, runtime)
             try:
                 reply = await asyncio.wait_for(_run(persona, fixture), TURN_TIMEOUT)
             except GLMError as exc:

@@ -44,8 +44,10 @@ from generic_framework.wire.messages import (
 
 __all__ = [
     "DONE",
+    "PartialCall",
     "SSEDecoder",
     "StreamAssembler",
+    "ToolCallFragments",
     "check_error_frame",
     "event_data",
     "fold_chunk",
@@ -115,11 +117,58 @@ class SSEDecoder:
 
 
 @dataclass(slots=True)
-class _PartialCall:
+class PartialCall:
+    """One tool call being assembled from stream fragments."""
+
     id: str = ""
     type: str = "function"
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+
+
+class ToolCallFragments:
+    """Tool calls assembled from stream fragments, by ``index``: the one rule for every stream.
+
+    Used by :class:`StreamAssembler` (the client) and by the mock when it turns a recorded
+    stream back into a completion, so both read a stream the same way:
+
+    - the first non-empty ``id`` of an index is kept (later fragments may omit or repeat it);
+    - ``type`` is the last one given (``function`` when none is);
+    - a ``name`` equal to the name so far is a repeat and ignored; any other piece is appended,
+      so a name split across fragments comes out whole;
+    - ``arguments`` pieces are concatenated in order.
+    """
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: dict[int, PartialCall] = {}
+
+    def add(
+        self,
+        index: int,
+        *,
+        id: str | None = None,
+        type: str | None = None,
+        name: str | None = None,
+        arguments: str | None = None,
+    ) -> None:
+        """Fold one fragment in."""
+        call = self.calls.get(index)
+        if call is None:
+            call = self.calls[index] = PartialCall()
+        if id and not call.id:
+            call.id = id
+        if type:
+            call.type = type
+        if name and name != call.name:
+            call.name += name
+        if arguments:
+            call.arguments.append(arguments)
+
+    def in_order(self) -> list[tuple[int, PartialCall]]:
+        """The calls sorted by index."""
+        return sorted(self.calls.items())
 
 
 @dataclass(slots=True)
@@ -131,7 +180,7 @@ class StreamAssembler:
     created: int | None = None
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
-    calls: dict[int, _PartialCall] = field(default_factory=dict)
+    calls: ToolCallFragments = field(default_factory=ToolCallFragments)
     finish_reason: str | None = None
     usage: Usage | None = None
     web_search: list[WebSearchResult] | None = None
@@ -162,18 +211,14 @@ class StreamAssembler:
         return text, reasoning
 
     def _add_call(self, fragment: ToolCallDelta) -> None:
-        call = self.calls.get(fragment.index)
-        if call is None:
-            call = self.calls[fragment.index] = _PartialCall()
-        if fragment.id and not call.id:
-            call.id = fragment.id
-        if fragment.type:
-            call.type = fragment.type
-        if fragment.function is not None:
-            if fragment.function.name and not call.name:
-                call.name = fragment.function.name
-            if fragment.function.arguments:
-                call.arguments.append(fragment.function.arguments)
+        function = fragment.function
+        self.calls.add(
+            fragment.index,
+            id=fragment.id,
+            type=fragment.type,
+            name=function.name if function is not None else None,
+            arguments=function.arguments if function is not None else None,
+        )
 
     @property
     def finished(self) -> bool:
@@ -189,7 +234,7 @@ class StreamAssembler:
                 index=index,
                 function=FunctionCall(name=call.name, arguments="".join(call.arguments)),
             )
-            for index, call in sorted(self.calls.items())
+            for index, call in self.calls.in_order()
         ]
         message = AssistantMessage(
             content="".join(self.content),

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from zai_script import Script, Scripted, make_settings
 
-from generic_framework.wire import retry
 from generic_framework.config import Settings
+from generic_framework.wire import retry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.retry import set_testing
 

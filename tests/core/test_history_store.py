@@ -7,13 +7,13 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from zai_script import Script, call, completion, make_settings
 
-from generic_framework.core.history import MIGRATIONS, ConversationStore
 from generic_framework.core.persona import Persona
+from generic_framework.runtime import Runtime
+from generic_framework.store.sqlite import MIGRATIONS, SQLiteStore
 from generic_framework.tools import tool
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
@@ -49,7 +49,7 @@ def turn(n: int, *, with_tool: bool = False) -> list[Message]:
 
 
 async def test_round_trip_and_last_turns(tmp_path: Path) -> None:
-    store = ConversationStore(tmp_path / "deep" / "db.sqlite3")
+    store = SQLiteStore(tmp_path / "deep" / "db.sqlite3")
     try:
         assert await store.load("c", 5) == []
         for n in range(1, 5):
@@ -74,20 +74,20 @@ async def test_round_trip_and_last_turns(tmp_path: Path) -> None:
 
 
 async def test_file_is_wal_and_migrated(tmp_path: Path) -> None:
-    store = ConversationStore(tmp_path / "db.sqlite3")
+    store = SQLiteStore(tmp_path / "db.sqlite3")
     await store.append_turn("c", "p", turn(1))
     await store.aclose()
     with sqlite3.connect(tmp_path / "db.sqlite3") as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
-    again = ConversationStore(tmp_path / "db.sqlite3")  # reopening re-runs nothing
+    again = SQLiteStore(tmp_path / "db.sqlite3")  # reopening re-runs nothing
     assert len(await again.load("c", 5)) == 2
     await again.aclose()
 
 
 async def test_a_failing_write_stores_nothing(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite3"
-    store = ConversationStore(path)
+    store = SQLiteStore(path)
     await store.append_turn("c", "p", turn(1))
     with sqlite3.connect(path) as db:  # make the third message of a turn fail mid-transaction
         db.execute(
@@ -109,13 +109,13 @@ async def test_a_failing_write_stores_nothing(tmp_path: Path) -> None:
 async def test_two_stores_on_one_file_number_turns_without_gaps(tmp_path: Path) -> None:
     """Two connections (as two processes would have) write concurrently from threads."""
     path = tmp_path / "shared.sqlite3"
-    await ConversationStore(path).aclose()
+    await SQLiteStore(path).aclose()
     numbers: list[int] = []
     lock = threading.Lock()
 
     def writer() -> None:
         async def write() -> None:
-            store = ConversationStore(path)
+            store = SQLiteStore(path)
             for n in range(10):
                 number = await store.append_turn("shared", "p", turn(n))
                 with lock:
@@ -130,7 +130,7 @@ async def test_two_stores_on_one_file_number_turns_without_gaps(tmp_path: Path) 
     for thread in threads:
         thread.join(30)
     assert sorted(numbers) == list(range(1, 21))
-    store = ConversationStore(path)
+    store = SQLiteStore(path)
     assert len(await store.load("shared", 100)) == 40
     await store.aclose()
 
@@ -138,7 +138,7 @@ async def test_two_stores_on_one_file_number_turns_without_gaps(tmp_path: Path) 
 async def test_unusable_path_is_a_config_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    store = ConversationStore(blocker / "db.sqlite3")
+    store = SQLiteStore(blocker / "db.sqlite3")
     with pytest.raises(ConfigError, match="DATA_DIR"):
         await store.load("c", 1)
 
@@ -152,12 +152,12 @@ async def test_history_survives_a_new_persona_on_the_same_data_dir(
         completion("First answer."),
         completion("Second answer."),
     )
-    first = Persona("p", "System.", [echo], settings=settings, client=client_for(s))
+    first = Persona("p", "System.", [echo], runtime=Runtime(settings, client=client_for(s)))
     await first.respond("// one", conversation_id="u42")
-    await first.aclose()
-    second = Persona("p", "System.", [echo], settings=settings, client=client_for(s))
+    await first.runtime.aclose()
+    second = Persona("p", "System.", [echo], runtime=Runtime(settings, client=client_for(s)))
     reply = await second.respond("two", conversation_id="u42")
-    await second.aclose()
+    await second.runtime.aclose()
     assert reply.content == "Second answer."
     assert s.requests[2]["messages"] == [
         {"role": "system", "content": "System."},
@@ -176,10 +176,10 @@ async def test_preserved_thinking_keeps_earlier_reasoning(
 ) -> None:
     settings = make_settings(tmp_path, base_url="http://zai.test/api/coding/paas/v4")
     s = script(completion("One.", reasoning="why one"), completion("Two."))
-    persona = Persona("p", "S.", settings=settings, client=client_for(s))
+    persona = Persona("p", "S.", runtime=Runtime(settings, client=client_for(s)))
     await persona.respond("1", conversation_id="c")
     await persona.respond("2", conversation_id="c")
-    await persona.aclose()
+    await persona.runtime.aclose()
     assert s.requests[1]["messages"][2] == {
         "role": "assistant",
         "content": "One.",
@@ -192,10 +192,10 @@ async def test_history_turns_limits_what_is_sent(
 ) -> None:
     settings = make_settings(tmp_path, history_turns=1)
     s = script(completion("a1"), completion("a2"), completion("a3"))
-    persona = Persona("p", "S.", settings=settings, client=client_for(s))
+    persona = Persona("p", "S.", runtime=Runtime(settings, client=client_for(s)))
     for text in ("q1", "q2", "q3"):
         await persona.respond(text, conversation_id="c")
-    await persona.aclose()
+    await persona.runtime.aclose()
     assert [m["content"] for m in s.requests[2]["messages"]] == ["S.", "q2", "a2", "q3"]
 
 
@@ -217,7 +217,9 @@ async def test_turns_on_one_conversation_run_one_at_a_time(
         completion("first"),
         completion("second"),
     )
-    persona = Persona("p", "S.", [gate], settings=make_settings(tmp_path), client=client_for(s))
+    persona = Persona(
+        "p", "S.", [gate], runtime=Runtime(make_settings(tmp_path), client=client_for(s))
+    )
     first = asyncio.create_task(persona.respond("// a", conversation_id="c"))
     await entered.wait()
     second = asyncio.create_task(persona.respond("b", conversation_id="c"))
@@ -232,7 +234,7 @@ async def test_turns_on_one_conversation_run_one_at_a_time(
     assert [m["role"] for m in s.requests[2]["messages"]] == [
         "system", "user", "assistant", "tool", "assistant", "user",
     ]  # fmt: skip
-    await persona.aclose()
+    await persona.runtime.aclose()
 
 
 async def test_other_conversations_are_not_blocked(
@@ -247,16 +249,12 @@ async def test_other_conversations_are_not_blocked(
         return "open"
 
     s = script(completion("", tool_calls=[call("gate", "{}")]), completion("b"), completion("a"))
-    persona = Persona("p", "S.", [gate], settings=make_settings(tmp_path), client=client_for(s))
+    persona = Persona(
+        "p", "S.", [gate], runtime=Runtime(make_settings(tmp_path), client=client_for(s))
+    )
     blocked = asyncio.create_task(persona.respond("// a", conversation_id="one"))
     other = await asyncio.wait_for(persona.respond("b", conversation_id="two"), 5)
     assert other.content == "b"
     release.set()
     assert (await blocked).content == "a"
-    await persona.aclose()
-
-
-def test_store_lock_is_per_conversation(tmp_path: Path) -> None:
-    store = ConversationStore(tmp_path / "x.sqlite3")
-    lock: Any = store.lock("a")
-    assert store.lock("a") is lock and store.lock("b") is not lock
+    await persona.runtime.aclose()

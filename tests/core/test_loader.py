@@ -9,6 +9,7 @@ import pytest
 
 from generic_framework.config import Settings
 from generic_framework.core.loader import load_persona, load_personas
+from generic_framework.runtime import Runtime
 from generic_framework.wire.errors import ConfigError
 
 PERSONAS = Path(__file__).resolve().parents[2] / "personas"
@@ -21,7 +22,7 @@ def write(directory: Path, name: str, text: str) -> Path:
 
 
 def test_shipped_personas_load() -> None:
-    personas = load_personas(PERSONAS, settings=Settings())
+    personas = load_personas(PERSONAS, settings=Settings.defaults())
     assert set(personas) >= {"scout", "helper"}
     scout = personas["scout"]
     assert "//" in scout.description and scout.web_search.mode == "builtin"
@@ -63,7 +64,7 @@ domain_filter = "example.org"
 content_size = "high"
 """,
         )
-        persona = load_persona(path, settings=Settings())
+        persona = load_persona(path, settings=Settings.defaults())
     finally:
         sys.path.remove(str(tmp_path))
     assert persona.name == "full-persona" and persona.model == "glm-4.5"
@@ -88,16 +89,16 @@ def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
         ('system_prompt = "x"\ntemprature = 0.5', "temprature: unknown key"),
         ("name = 'n'", "system_prompt: is required"),
         ('system_prompt = "x"\ntemperature = 3', "temperature: Input should be less than"),
-        ('system_prompt = "x"\nthinking = "maybe"', "thinking: Input should be 'enabled'"),
+        ('system_prompt = "x"\nthinking = "maybe"', "thinking: must be 'enabled' or 'disabled'"),
         ('system_prompt = "x"\nmax_tool_rounds = -1', "max_tool_rounds: Input should be greater"),
         ('system_prompt = "x"\ntools = ["teleport"]', "tools[0]: unknown tool 'teleport'"),
-        ('system_prompt = "x"\ntools = "calculate"', "tools: Input should be a valid list"),
+        ('system_prompt = "x"\ntools = "calculate"', "tools: Input should be a valid tuple"),
         ('system_prompt = "x"\ntool_modules = ["no_such_module_xyz"]', "tool_modules[0]: cannot"),
         ('system_prompt = "x"\ntool_modules = ["json"]', "defines no @tool functions"),
         ('system_prompt = "x"\n[web_search]\nmode = "always"', "web_search.mode: Input should"),
         ('system_prompt = "x"\n[web_search]\ncount = 0', "web_search.count: Input should be"),
         ('system_prompt = "x"\n[web_search]\nrecent = "oneDay"', "web_search.recent: unknown key"),
-        ('name = "has space"\nsystem_prompt = "x"', "persona name 'has space' is invalid"),
+        ('name = "has space"\nsystem_prompt = "x"', "name: 'has space' is invalid"),
         ('system_prompt = "x', "not valid TOML"),
     ],
 )
@@ -124,19 +125,22 @@ def test_duplicate_names_across_files(tmp_path: Path) -> None:
         load_personas(tmp_path)
 
 
-async def test_personas_share_the_given_client_and_store(tmp_path: Path) -> None:
-    from generic_framework.core.history import ConversationStore
+async def test_personas_share_the_given_runtime(tmp_path: Path) -> None:
+    from generic_framework.store import SQLiteStore
     from generic_framework.wire.client import GLMClient
 
     write(tmp_path, "a.toml", 'system_prompt = "x"')
     write(tmp_path, "b.toml", 'system_prompt = "y"')
-    settings = Settings()
+    settings = Settings.defaults()
     client = GLMClient(settings)
-    store = ConversationStore(tmp_path / "db.sqlite3")
-    personas = load_personas(tmp_path, settings=settings, client=client, store=store)
-    assert all(p.client is client and p.store is store for p in personas.values())
+    store = SQLiteStore(tmp_path / "db.sqlite3")
+    runtime = Runtime(settings, client=client, store=store)
+    personas = load_personas(tmp_path, runtime=runtime)
+    assert all(p.runtime is runtime for p in personas.values())
+    assert runtime.client is client and runtime.store is store
     for persona in personas.values():
-        await persona.aclose()  # borrowed client and store stay open
+        await persona.aclose()  # a shared runtime stays open
+    await runtime.aclose()  # and closing it leaves the borrowed client and store open
     assert not client._http.is_closed
     await client.aclose()
     await store.aclose()

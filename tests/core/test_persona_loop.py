@@ -21,6 +21,7 @@ from generic_framework.core.persona import (
     FORCED_ANSWER_INSTRUCTION,
     Persona,
 )
+from generic_framework.runtime import Runtime
 from generic_framework.tools import WebSearch, calculate, tool
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import BadRequestError, ToolLoopError
@@ -51,7 +52,9 @@ _made: list[Persona] = []
 def make_persona(
     settings: Settings, client: GLMClient, tools: Any = (lookup,), **kwargs: Any
 ) -> Persona:
-    _made.append(Persona("tester", "You test.", tools, settings=settings, client=client, **kwargs))
+    _made.append(
+        Persona("tester", "You test.", tools, runtime=Runtime(settings, client=client), **kwargs)
+    )
     return _made[-1]
 
 
@@ -59,7 +62,7 @@ def make_persona(
 async def _close_personas() -> AsyncIterator[None]:
     yield
     while _made:
-        await _made.pop().aclose()
+        await _made.pop().runtime.aclose()
 
 
 def roles(messages: list[dict[str, Any]]) -> list[str]:
@@ -152,7 +155,7 @@ async def test_bare_prefix_asks_for_a_question_without_a_call(
     assert reply.content == ASK_FOR_QUESTION
     assert reply.messages == [] and reply.rounds == []
     assert s.requests == []
-    assert await persona.store.get("c1") is None
+    assert await persona.runtime.store.get("c1") is None
 
 
 async def test_empty_message_makes_no_call(
@@ -259,7 +262,7 @@ async def test_forced_final_call_returning_tool_calls_anyway(
     reply = await persona.respond("// loop", conversation_id="conv")
     assert reply.stop_reason == "max_rounds"
     assert reply.content == "No answer, sorry."
-    stored = await persona.store.get("conv")
+    stored = await persona.runtime.store.get("conv")
     assert stored is not None
     ids = [
         c.id for m in stored if m.message.role == "assistant" for c in m.message.tool_calls or []
@@ -402,7 +405,7 @@ async def test_a_framework_bug_in_a_tool_propagates(
     persona = make_persona(settings, client_for(s), tools=[buggy, lookup])
     with pytest.raises(ToolLoopError, match="invariant"):
         await persona.respond("// bug", conversation_id="bug")
-    assert await persona.store.get("bug") is None
+    assert await persona.runtime.store.get("bug") is None
 
 
 async def test_web_search_tool_call_gets_the_empty_confirmation(
@@ -439,7 +442,7 @@ async def test_length_and_content_filter_stop_reasons(
     assert filtered.stop_reason == "content_filter"
     assert filtered.content == CONTENT_FILTER_NOTICE
     assert filtered.messages == [] and len(filtered.rounds) == 1
-    stored = await persona.store.get("len")
+    stored = await persona.runtime.store.get("len")
     assert stored is not None and {m.turn for m in stored} == {1}
 
 
@@ -474,7 +477,7 @@ async def test_api_errors_propagate_and_store_nothing(
     persona = make_persona(settings, client_for(s))
     with pytest.raises(BadRequestError):
         await persona.respond("// fail", conversation_id="f")
-    assert await persona.store.get("f") is None
+    assert await persona.runtime.store.get("f") is None
 
 
 # --------------------------------------------------------------------------- modes and options
@@ -603,7 +606,7 @@ async def test_stream_and_respond_produce_the_same_reply(
     assert text == "Let me check.Found [ref_1] and [ref_2]."
     kinds = [type(e).__name__ for e in events if not isinstance(e, TextDelta)]
     assert kinds == ["RoundStarted", "ToolFinished", "ToolFinished", "Done"]
-    stored_a, stored_b = await one.store.get("same"), await two.store.get("same")
+    stored_a, stored_b = await one.runtime.store.get("same"), await two.runtime.store.get("same")
     assert stored_a is not None and stored_b is not None
     assert [m.message for m in stored_a] == [m.message for m in stored_b]
 
@@ -661,7 +664,7 @@ async def test_closing_a_stream_early_releases_the_conversation(
     assert cancelled.is_set()  # the pending tool call was cancelled, not leaked
     reply = await asyncio.wait_for(persona.respond("again", conversation_id="early"), 5)
     assert reply.content == "next turn"
-    stored = await persona.store.get("early")
+    stored = await persona.runtime.store.get("early")
     assert stored is not None and [m.message.content for m in stored] == ["again", "next turn"]
 
 

@@ -14,6 +14,7 @@ from zai_script import Script, call, completion, error, make_settings
 
 from generic_framework.core.persona import Persona
 from generic_framework.core.sanitize import history_problems, sanitize_history, split_turns
+from generic_framework.runtime import Runtime
 from generic_framework.tools import tool
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import GLMError
@@ -222,14 +223,16 @@ def test_every_stored_history_passes_the_invariants(
         config = make_settings(directory, max_tool_rounds=2)
         transport = Script()
         client = GLMClient(config, transport=transport)
-        persona = Persona("p", "S.", [ok_tool, raising_tool], settings=config, client=client)
+        persona = Persona(
+            "p", "S.", [ok_tool, raising_tool], runtime=Runtime(config, client=client)
+        )
         for web, tool_rounds, ending in conversation:
             transport.add(*_script_for(web, tool_rounds, ending, cap=2))
             with contextlib.suppress(GLMError):
                 await persona.respond(("// q" if web else "q"), conversation_id="conv")
             transport.assert_done()
-        stored = await persona.store.load("conv", 1000)
-        await persona.aclose()
+        stored = await persona.runtime.store.load("conv", 1000)
+        await persona.runtime.aclose()
         await client.aclose()
         assert history_problems(stored) == []
         assert sanitize_history(stored) == stored

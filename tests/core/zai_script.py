@@ -167,4 +167,4 @@ def make_settings(tmp_path: Any, **overrides: Any) -> Settings:
         "web_search_count": 5,
     }
     values.update(overrides)
-    return Settings(**values)
+    return Settings.defaults(**values)

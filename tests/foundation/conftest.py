@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from generic_framework.wire import retry
 from generic_framework.config import Settings
+from generic_framework.wire import retry
 from generic_framework.wire.client import GLMClient
 
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -38,9 +38,9 @@ _ENV_NAMES = (
 Step = httpx.Response | BaseException | Callable[[httpx.Request], Any]
 
 
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No setting of the machine running the tests leaks into them."""
+@pytest.fixture
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No setting of the machine running the tests leaks into the tests that read it."""
     for name in _ENV_NAMES:
         monkeypatch.delenv(name, raising=False)
 
@@ -126,7 +126,7 @@ async def make_client() -> AsyncIterator[Callable[..., tuple[GLMClient, Script]]
     def factory(*steps: Step, **overrides: Any) -> tuple[GLMClient, Script]:
         script = Script(steps)
         values: dict[str, Any] = {"api_key": FAKE_KEY, "base_url": BASE_URL, **overrides}
-        client = GLMClient(Settings(**values), transport=ScriptTransport(script))
+        client = GLMClient(Settings.defaults(**values), transport=ScriptTransport(script))
         clients.append(client)
         return client, script
 

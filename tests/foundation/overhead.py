@@ -74,7 +74,7 @@ async def raw_loop(calls: int) -> None:
 
 
 async def client_loop(calls: int) -> None:
-    settings = Settings(api_key="k", base_url=URL.removesuffix("/chat/completions"))
+    settings = Settings.defaults(api_key="k", base_url=URL.removesuffix("/chat/completions"))
     request = ChatRequest(
         model="glm-4.7",
         messages=[SystemMessage(**MESSAGES[0]), UserMessage(**MESSAGES[1])],

@@ -629,7 +629,7 @@ class ClosingTransport(httpx.MockTransport):
 async def test_borrowed_http_client_is_not_closed(payload: Load, fake_key: str) -> None:
     transport = ClosingTransport(payload("answer_plain.json")["body"])
     http = httpx.AsyncClient(transport=transport)
-    settings = Settings(api_key=fake_key, base_url="https://zai.test/api/paas/v4")
+    settings = Settings.defaults(api_key=fake_key, base_url="https://zai.test/api/paas/v4")
 
     async with GLMClient(settings, http_client=http) as client:
         await client.chat(REQUEST)
@@ -647,7 +647,7 @@ async def test_borrowed_http_client_is_not_closed(payload: Load, fake_key: str) 
 
 async def test_owned_http_client_is_closed(payload: Load, fake_key: str) -> None:
     transport = ClosingTransport(payload("answer_plain.json")["body"])
-    settings = Settings(api_key=fake_key, base_url="https://zai.test/api/paas/v4")
+    settings = Settings.defaults(api_key=fake_key, base_url="https://zai.test/api/paas/v4")
 
     async with GLMClient(settings, transport=transport) as client:
         await client.chat(REQUEST)
@@ -664,7 +664,7 @@ async def test_client_without_key_still_sends(payload: Load) -> None:
         seen.append(request)
         return httpx.Response(200, json=body)
 
-    settings = Settings(base_url="https://zai.test/api/paas/v4")
+    settings = Settings.defaults(base_url="https://zai.test/api/paas/v4")
     async with GLMClient(settings, transport=httpx.MockTransport(handler)) as client:
         await client.chat(REQUEST)
 
@@ -672,7 +672,7 @@ async def test_client_without_key_still_sends(payload: Load) -> None:
 
 
 def test_client_repr_holds_no_key(fake_key: str) -> None:
-    client = GLMClient(Settings(api_key=fake_key))
+    client = GLMClient(Settings.defaults(api_key=fake_key))
 
     assert fake_key not in repr(client)
     assert "api.z.ai" in repr(client)

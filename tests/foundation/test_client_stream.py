@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from generic_framework.wire import retry
 from generic_framework.config import Settings
+from generic_framework.wire import retry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import (
     APIConnectionError,
@@ -439,7 +439,7 @@ async def _stalling_server(first: bytes) -> tuple[asyncio.Server, int, asyncio.E
 async def test_real_socket_stall_is_a_timeout(sse: LoadSSE, fake_key: str) -> None:
     raw = sse("stream_plain.sse")
     server, port, release = await _stalling_server(raw[: raw.index(b"\n\n") + 2])
-    settings = Settings(
+    settings = Settings.defaults(
         api_key=fake_key, base_url=f"http://127.0.0.1:{port}/api/paas/v4", llm_timeout=0.3
     )
     started = time.monotonic()

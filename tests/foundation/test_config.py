@@ -65,6 +65,9 @@ OVERRIDES: list[tuple[str, str, str, Any]] = [
     ("LOG_LEVEL", "log_level", "debug", "DEBUG"),
 ]
 
+# Settings() reads the environment: these tests start from one without any setting.
+pytestmark = pytest.mark.usefixtures("clean_environment")
+
 
 @pytest.mark.parametrize(("env", "field", "default"), DEFAULTS, ids=[d[0] for d in DEFAULTS])
 def test_default(env: str, field: str, default: Any) -> None:
@@ -274,3 +277,21 @@ def test_missing_dotenv_is_not_an_error(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.chdir(tmp_path)
 
     assert load_dotenv(tmp_path / "absent.env") is False
+
+
+def test_defaults_ignore_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "from-the-environment")
+    monkeypatch.setenv("LLM_MODEL", "glm-env")
+    monkeypatch.setenv("MAX_TOOL_ROUNDS", "9")
+    defaults = Settings.defaults(max_tool_rounds=2)
+    assert defaults.api_key is None and defaults.llm_model == "glm-4.7"
+    assert defaults.max_tool_rounds == 2
+    assert isinstance(defaults, Settings)
+    assert Settings().llm_model == "glm-env"
+
+
+def test_constructing_settings_registers_no_secret() -> None:
+    from generic_framework.wire import errors
+
+    Settings.defaults(api_key="sk-settings-only-0123456789")
+    assert "sk-settings-only-0123456789" not in errors._KNOWN_SECRETS

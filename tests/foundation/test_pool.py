@@ -130,7 +130,7 @@ async def test_a_failed_request_gives_its_slot_back() -> None:
 async def test_a_streamed_chat_leaves_its_connection_for_the_next(
     server: KeepAliveServer,
 ) -> None:
-    settings = Settings(api_key="k", base_url=server.base_url)
+    settings = Settings.defaults(api_key="k", base_url=server.base_url)
     async with GLMClient(settings) as client:
         for _ in range(3):
             events = [event async for event in client.chat_stream(request())]

@@ -156,7 +156,7 @@ async def test_real_socket_exchange_logs_no_key(
     echo_port: int, fake_key: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    settings = Settings(
+    settings = Settings.defaults(
         api_key=fake_key, base_url=f"http://127.0.0.1:{echo_port}/api/paas/v4", llm_max_retries=1
     )
 

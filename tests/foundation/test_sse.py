@@ -172,10 +172,10 @@ def test_fragments_without_id_or_name_join_the_call_of_their_index() -> None:
     assert [json.loads(c.function.arguments) for c in message.tool_calls] == [{"x": 1}, {"y": 2}]
 
 
-def test_later_fragments_never_overwrite_id_or_name() -> None:
+def test_later_fragments_never_overwrite_the_id_and_a_repeated_name_is_kept_once() -> None:
     calls = [
         {"index": 0, "id": "call_a", "function": {"name": "first", "arguments": "{"}},
-        {"index": 0, "id": "call_other", "function": {"name": "other", "arguments": "}"}},
+        {"index": 0, "id": "call_other", "function": {"name": "first", "arguments": "}"}},
     ]
     message = fold([chunk({"tool_calls": calls}), chunk({}, "tool_calls")]).completion().message
 

@@ -47,7 +47,7 @@ ANSWER = {
 
 
 def settings(**extra: Any) -> Settings:
-    return Settings(api_key=KEY, personas_dir=REPO / "personas", llm_max_retries=0, **extra)
+    return Settings.defaults(api_key=KEY, personas_dir=REPO / "personas", llm_max_retries=0, **extra)
 
 
 class Upstream:
@@ -143,7 +143,7 @@ async def test_recording_against_the_mock_reproduces_the_bundled_fixture(tmp_pat
     (bundled,) = [f for f in load_fixtures() if f.name == "function_two_rounds"]
     out = tmp_path / "again.json"
     async with MockServer([bundled]) as server:
-        config = Settings(api_key="mock-key", base_url=server.base_url,
+        config = Settings.defaults(api_key="mock-key", base_url=server.base_url,
                           personas_dir=REPO / "personas")  # fmt: skip
         await record(config, bundled.user_input, out)
     again = load_fixture(out)

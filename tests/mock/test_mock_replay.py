@@ -22,6 +22,7 @@ from generic_framework.recording.replay import (
     replay_fixtures,
     replay_main,
 )
+from generic_framework.runtime import Runtime
 from generic_framework.wire.retry import set_testing
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +48,7 @@ async def test_every_bundled_fixture_replays_through_the_real_persona(
 ) -> None:
     directory = REPO / "personas" if personas == "file" else tmp_path
     fixtures = load_fixtures()
-    results = await replay_fixtures(fixtures, settings=Settings(personas_dir=directory))
+    results = await replay_fixtures(fixtures, settings=Settings.defaults(personas_dir=directory))
     assert len(results) == len(fixtures) >= 15
     assert {r.fixture: r.problems for r in results if not r.ok} == {}
     sources = {r.fixture: r.persona for r in results}
@@ -63,7 +64,7 @@ async def test_a_wrong_reply_and_a_wrong_request_are_reported() -> None:
     data = tampered("function_two_rounds").model_dump(mode="json")
     data["exchanges"][1]["request"]["body"]["messages"][3]["content"] = '{"result": 1}'
     wrong_request = Fixture.model_validate(data)
-    results = await replay_fixtures([wrong_reply, wrong_request], settings=Settings())
+    results = await replay_fixtures([wrong_reply, wrong_request], settings=Settings.defaults())
     assert [r.ok for r in results] == [False, False]
     assert results[0].problems == [
         "content: expected 'Paris.', got 'The capital of Canada is Ottawa, in the province of "
@@ -80,7 +81,7 @@ async def test_an_unexpected_success_and_a_wrong_error_are_reported() -> None:
     success = tampered("plain_answer", expected={"error": {"type": "RateLimitError"}})
     wrong = tampered("insufficient_balance", expected={"error": {"type": "AuthenticationError",
                                                                  "code": "1002"}})  # fmt: skip
-    results = await replay_fixtures([success, wrong], settings=Settings())
+    results = await replay_fixtures([success, wrong], settings=Settings.defaults())
     assert results[0].problems == ["expected RateLimitError but the turn succeeded"]
     assert (
         results[1]
@@ -96,7 +97,7 @@ async def test_a_fixture_with_unknown_tools_and_no_persona_file_is_explained(
     data = tampered("function_two_rounds").model_dump(mode="json")
     data["persona"] = "nobody"
     data["exchanges"][0]["request"]["body"]["tools"][1]["function"]["name"] = "launch"
-    (result,) = await replay_fixtures([Fixture.model_validate(data)], settings=Settings())
+    (result,) = await replay_fixtures([Fixture.model_validate(data)], settings=Settings.defaults())
     assert not result.ok
     assert "offers launch, which are not example tools" in result.problems[0]
 
@@ -185,18 +186,13 @@ def test_the_replay_command_passes_on_the_bundled_fixtures(tmp_path: Path) -> No
 async def test_a_conversation_keeps_finding_recorded_answers(tmp_path: Path) -> None:
     """The offline CLI's case: later questions carry earlier turns the fixtures never saw."""
     from generic_framework.core.events import Done, TextDelta
-    from generic_framework.core.history import ConversationStore
-    from generic_framework.core.loader import load_personas
     from generic_framework.mock import MockServer
-    from generic_framework.wire.client import GLMClient
 
     async with MockServer() as server:
-        config = Settings(api_key="offline", base_url=server.base_url,
+        config = Settings.defaults(api_key="offline", base_url=server.base_url,
                           personas_dir=REPO / "personas", data_dir=tmp_path)  # fmt: skip
-        store = ConversationStore(config.database_path)
-        async with GLMClient(config) as client:
-            scout = load_personas(config.personas_dir, settings=config, client=client,
-                                  store=store)["scout"]  # fmt: skip
+        async with Runtime(config) as runtime:
+            scout = runtime.persona("scout")
             first = await scout.respond("// what is 17% of 2,340?", conversation_id="c1")
             texts: list[str] = []
             reply = None
@@ -206,7 +202,6 @@ async def test_a_conversation_keeps_finding_recorded_answers(tmp_path: Path) -> 
                     texts.append(event.text)
                 elif isinstance(event, Done):
                     reply = event.reply
-        await store.aclose()
         report = server.report()
     assert first.content == "17% of 2,340 is 397.8."
     assert reply is not None and reply.content.startswith("Right now Nanaimo is mild")
@@ -220,5 +215,5 @@ async def test_a_conversation_keeps_finding_recorded_answers(tmp_path: Path) -> 
 
 async def test_a_coding_endpoint_fixture_replays_on_the_coding_route() -> None:
     fixture = tampered("function_two_rounds", endpoint="coding")
-    (result,) = await replay_fixtures([fixture], settings=Settings(personas_dir=REPO / "personas"))
+    (result,) = await replay_fixtures([fixture], settings=Settings.defaults(personas_dir=REPO / "personas"))
     assert result.ok, result.problems

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fault_fixtures import FIXTURES, Case
 
-from generic_framework.core.history import ConversationStore
 from generic_framework.core.reply import Reply
 from generic_framework.core.sanitize import history_problems
 from generic_framework.mock import load_fixture
 from generic_framework.mock.fixture import Expected, ExpectedError
+from generic_framework.store import ConversationStore
 from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 

@@ -22,14 +22,14 @@ from fault_fixtures import CASES, FIXTURES, PERSONAS, SETTINGS, Case, build_all
 from matrix_checks import check_store, expected_of
 from service_processes import Process, base_env
 
-from generic_framework.wire import retry
 from generic_framework.config import Settings
 from generic_framework.core.events import Done
-from generic_framework.core.history import ConversationStore
 from generic_framework.core.loader import load_persona
 from generic_framework.core.reply import Reply
 from generic_framework.mock.fixture import Expected
-from generic_framework.wire.client import GLMClient
+from generic_framework.runtime import Runtime
+from generic_framework.store import ConversationStore, SQLiteStore
+from generic_framework.wire import retry
 from generic_framework.wire.errors import GLMError
 
 pytestmark = pytest.mark.e2e
@@ -54,7 +54,7 @@ def waits() -> Iterator[None]:
 
 @pytest.fixture
 async def store(tmp_path: Path) -> AsyncIterator[ConversationStore]:
-    opened = ConversationStore(tmp_path / "conversations.sqlite3")
+    opened = SQLiteStore(tmp_path / "conversations.sqlite3")
     yield opened
     await opened.aclose()
 
@@ -66,10 +66,8 @@ def closed_port() -> int:
 
 
 async def run_turn(case: Case, settings: Settings, store: ConversationStore) -> Reply:
-    async with GLMClient(settings) as client:
-        persona = load_persona(
-            PERSONAS / "probe.toml", settings=settings, client=client, store=store
-        )
+    async with Runtime(settings, store=store) as runtime:
+        persona = load_persona(PERSONAS / "probe.toml", runtime=runtime)
         if not case.stream:
             return await persona.respond(case.user_input, conversation_id=case.name)
         reply = None
@@ -102,7 +100,7 @@ async def test_fault(
     waits: None,
 ) -> None:
     port = closed_port() if case.refused else mock.port
-    settings = Settings(
+    settings = Settings.defaults(
         api_key=KEY,
         base_url=f"http://127.0.0.1:{port}/api/paas/v4",
         data_dir=tmp_path,

@@ -8,11 +8,9 @@ import pytest
 from mock_helpers import assistant, tool_call, tool_message, user
 
 from generic_framework.config import Settings
-from generic_framework.core.history import ConversationStore
-from generic_framework.core.loader import load_personas
 from generic_framework.mock import MockServer, bundled_fixture_paths
 from generic_framework.mock.validation import MockError, validate_messages
-from generic_framework.wire.client import GLMClient
+from generic_framework.runtime import Runtime
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -28,19 +26,16 @@ def test_a_call_id_made_again_in_a_later_turn_may_be_answered_again() -> None:
 async def test_the_same_tool_question_twice_in_one_conversation(tmp_path: Path) -> None:
     question = "// what is 17% of 2,340?"
     async with MockServer(bundled_fixture_paths()) as server:
-        settings = Settings(
+        settings = Settings.defaults(
             api_key="mock-key",
             base_url=server.base_url,
             personas_dir=REPO / "personas",
             data_dir=tmp_path,
             llm_max_retries=0,
         )
-        store = ConversationStore(tmp_path / "conversations.sqlite3")
-        async with GLMClient(settings) as client:
-            scout = load_personas(settings.personas_dir, settings=settings, client=client,
-                                  store=store)["scout"]  # fmt: skip
+        async with Runtime(settings) as runtime:
+            scout = runtime.persona("scout")
             first = await scout.respond(question, conversation_id="twice")
             second = await scout.respond(question, conversation_id="twice")
-        await store.aclose()
     assert second.content == first.content
     assert len(second.rounds) == 2

@@ -119,7 +119,7 @@ def cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Completed
 
 async def test_record_and_debug_logs_hold_no_key(tmp_path: Path, debug_log: Path) -> None:
     outputs = debug_log.parent
-    settings = Settings(
+    settings = Settings.defaults(
         api_key=FAKE_KEY, personas_dir=PERSONAS, data_dir=tmp_path, llm_max_retries=1
     )
     transport = httpx.MockTransport(echoing_upstream)
