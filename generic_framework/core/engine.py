@@ -142,8 +142,7 @@ class TurnEngine:
         1. Round ``n`` (1-based) starts. While ``n <= max_tool_rounds`` offer the turn's tools
            (chosen by ``//`` when the turn began); after that the call carries no tools and one
            extra instruction to answer from what it has (the forced final answer).
-        2. Call the model through :meth:`_complete` or, streamed, :meth:`_call_llm`; pass text
-           deltas on.
+        2. Call the model: :meth:`_complete`, or :meth:`_call_llm` passing text deltas on.
         3. Keep the call's usage and its ``web_search[]`` sources as citations.
         4. :func:`next_step` decides. :class:`RunTools`: announce the round, answer every call
            through :meth:`_handle_tool_calls` (assistant message, then one tool message per
@@ -152,17 +151,15 @@ class TurnEngine:
            become ``[n]``, ``stop_reason`` is ``length``, ``max_rounds`` (the forced call
            answered) or ``completed``; the turn ends to be stored.
 
-        A :class:`ContentFilterError` from any call ends the turn with ``stop_reason
-        content_filter`` and a short notice, not to be stored. Other errors propagate. At most
-        ``max_tool_rounds + 1`` calls; the loop is iterative so the cap is one visible counter
-        (docs/design/0300).
+        A :class:`ContentFilterError` ends the turn with ``stop_reason content_filter`` and a
+        notice, not stored; other errors propagate. At most ``max_tool_rounds + 1`` calls.
         """
         cap = cast(int, self.spec.max_tool_rounds)
         for number in range(1, cap + 2):
             offer = turn.plan.specs if number <= cap else None
             forced = number > cap > 0
             started = perf_counter()
-            completion: ChatCompletion | None = None
+            completion = None
             try:
                 if stream:
                     answer = self._call_llm(turn, tools=offer, forced=forced)

@@ -119,19 +119,27 @@ def history_problems(messages: Sequence[Message]) -> list[str]:
         problems.append(f"messages[0] is {messages[0].role!r}, not a user message")
     index = 0
     while index < len(messages):
-        message = messages[index]
-        if message.role == "system":
-            problems.append(f"messages[{index}] is a system message inside the history")
-        elif isinstance(message, ToolMessage):
-            problems.append(f"messages[{index}] answers {message.tool_call_id!r} with no call")
-        elif isinstance(message, AssistantMessage) and message.tool_calls:
-            if message.content is not None and not message.content.strip():
-                problems.append(f"messages[{index}] has empty text beside tool calls")
-            if _group_ok(messages, index):
-                index += len(message.tool_calls)
-            else:
-                problems.append(f"messages[{index}]'s tool calls are not each answered in order")
-        elif isinstance(message, AssistantMessage) and not _has_text(message):
-            problems.append(f"messages[{index}] is an empty assistant message")
-        index += 1
+        found, skip = _message_problems(messages, index)
+        problems += found
+        index += skip + 1
     return problems
+
+
+def _message_problems(messages: Sequence[Message], index: int) -> tuple[list[str], int]:
+    """The problems of ``messages[index]``, and how many answering messages it vouches for."""
+    message = messages[index]
+    where = f"messages[{index}]"
+    if message.role == "system":
+        return [f"{where} is a system message inside the history"], 0
+    if isinstance(message, ToolMessage):
+        return [f"{where} answers {message.tool_call_id!r} with no call"], 0
+    if not isinstance(message, AssistantMessage):
+        return [], 0
+    if not message.tool_calls:
+        return ([] if _has_text(message) else [f"{where} is an empty assistant message"]), 0
+    problems = []
+    if message.content is not None and not message.content.strip():
+        problems.append(f"{where} has empty text beside tool calls")
+    if _group_ok(messages, index):
+        return problems, len(message.tool_calls)
+    return [*problems, f"{where}'s tool calls are not each answered in order"], 0

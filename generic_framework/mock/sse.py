@@ -141,45 +141,59 @@ def _call_dicts(calls: ToolCallFragments) -> list[dict[str, Any]]:
     ]
 
 
+class _Assembly:
+    """What a stream's events add up to; one event at a time."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls = ToolCallFragments()
+        self.head: dict[str, Any] = {}
+        self.tail: dict[str, Any] = {}
+        self.finish: str | None = None
+
+    def add(self, event: dict[str, Any]) -> None:
+        if not self.head and event.get("id"):
+            self.head = {key: event.get(key) for key in ("id", "created", "model")}
+        for choice in event.get("choices") or ():
+            self._add_choice(choice)
+        self.tail.update({k: event[k] for k in ("usage", "web_search") if event.get(k) is not None})
+
+    def _add_choice(self, choice: dict[str, Any]) -> None:
+        delta = choice.get("delta") or {}
+        self.content.append(delta.get("content") or "")
+        self.reasoning.append(delta.get("reasoning_content") or "")
+        for fragment in delta.get("tool_calls") or ():
+            _add_fragment(self.calls, fragment)
+        self.finish = choice.get("finish_reason") or self.finish
+
+    def completion(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content)}
+        if any(self.reasoning):
+            message["reasoning_content"] = "".join(self.reasoning)
+        if self.calls.calls:
+            message["tool_calls"] = _call_dicts(self.calls)
+        return {
+            "id": self.head.get("id", ""),
+            "request_id": self.head.get("id", ""),
+            "created": self.head.get("created"),
+            "model": self.head.get("model", ""),
+            "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": self.finish, "message": message}],
+            **self.tail,
+        }
+
+
 def events_to_completion(events: Sequence[dict[str, Any] | str]) -> dict[str, Any]:
     """Assemble stream events into the completion a non-streaming request would get.
 
     An ``{"error": ...}`` frame makes the result that error body instead.
     """
-    content: list[str] = []
-    reasoning: list[str] = []
-    calls = ToolCallFragments()
-    head: dict[str, Any] = {}
-    tail: dict[str, Any] = {}
-    finish: str | None = None
+    assembly = _Assembly()
     for event in events:
         if not isinstance(event, dict):
             continue
         if "error" in event and not event.get("choices"):
             return {"error": event["error"]}
-        if not head and event.get("id"):
-            head = {key: event.get(key) for key in ("id", "created", "model")}
-        for choice in event.get("choices") or ():
-            delta = choice.get("delta") or {}
-            content.append(delta.get("content") or "")
-            reasoning.append(delta.get("reasoning_content") or "")
-            for fragment in delta.get("tool_calls") or ():
-                _add_fragment(calls, fragment)
-            finish = choice.get("finish_reason") or finish
-        for extra in ("usage", "web_search"):
-            if event.get(extra) is not None:
-                tail[extra] = event[extra]
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(content)}
-    if any(reasoning):
-        message["reasoning_content"] = "".join(reasoning)
-    if calls.calls:
-        message["tool_calls"] = _call_dicts(calls)
-    return {
-        "id": head.get("id", ""),
-        "request_id": head.get("id", ""),
-        "created": head.get("created"),
-        "model": head.get("model", ""),
-        "object": "chat.completion",
-        "choices": [{"index": 0, "finish_reason": finish, "message": message}],
-        **tail,
-    }
+        assembly.add(event)
+    return assembly.completion()

@@ -354,8 +354,8 @@ async def record(
 ) -> Path:
     """Run one message through a persona against the configured endpoint; save it as a fixture.
 
-    The turn runs without a conversation (no history). An API error still produces a fixture,
-    whose ``expected.error`` names it, so failures can be replayed too.
+    The turn has no conversation (no history). An API error still produces a fixture, whose
+    ``expected.error`` names it, so failures can be replayed too.
 
     Args:
         settings: the endpoint and key to record against, and ``PERSONAS_DIR``.

@@ -36,6 +36,7 @@ from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_f
 from generic_framework.mock.server import MockServer
 from generic_framework.runtime import Runtime
 from generic_framework.tools import EXAMPLE_TOOLS, SEARCH_TOOL_NAME, FunctionTool, WebSearch
+from generic_framework.tools.web_search import WebSearchMode
 from generic_framework.wire.errors import ConfigError, GLMError
 
 __all__ = [
@@ -101,19 +102,32 @@ def _offered(fixture: Fixture) -> list[dict[str, Any]]:
     return []
 
 
-def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
-    """A persona equivalent to the one that recorded ``fixture``: its prompt and tools."""
+def _system_prompt(fixture: Fixture) -> str:
     first = next(_chat_bodies(fixture), {})
-    system = next(
-        (m.get("content", "") for m in first.get("messages", []) if m.get("role") == "system"),
-        "",
+    return str(
+        next(
+            (m.get("content", "") for m in first.get("messages", []) if m.get("role") == "system"),
+            "",
+        )
     )
-    offered = _offered(fixture)
+
+
+def _tools_offered(offered: list[dict[str, Any]]) -> tuple[list[str], WebSearchMode]:
+    """The function names offered, and the web-search mode the offer implies."""
     names = [t["function"]["name"] for t in offered if t.get("type") == "function"]
-    mode = "builtin" if any(t.get("type") == "web_search" for t in offered) else "off"
+    mode: WebSearchMode = (
+        "builtin" if any(t.get("type") == "web_search" for t in offered) else "off"
+    )
     if SEARCH_TOOL_NAME in names:
         mode = "client"
         names.remove(SEARCH_TOOL_NAME)
+    return names, mode
+
+
+def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
+    """A persona equivalent to the one that recorded ``fixture``: its prompt and tools."""
+    offered = _offered(fixture)
+    names, mode = _tools_offered(offered)
     unknown = [name for name in names if name not in EXAMPLE_TOOLS]
     if unknown:
         raise ConfigError(
@@ -124,7 +138,7 @@ def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
     web = fixture.user_input.lstrip().startswith("//")
     return Persona(
         name=fixture.persona,
-        system_prompt=str(system),
+        system_prompt=_system_prompt(fixture),
         tools=tools,
         web_search=WebSearch(mode=mode),
         tools_always=bool(offered) and not web,

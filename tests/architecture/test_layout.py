@@ -1,0 +1,162 @@
+"""The package's shape: no import circles, small functions, the layers where they belong."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "generic_framework"
+ROOT = "generic_framework"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    """ids of the nodes inside ``if TYPE_CHECKING:`` blocks (type-only imports)."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                inside.update(id(n) for n in ast.walk(child))
+    return inside
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            package = module.split(".")[: len(module.split(".")) - node.level + 1]
+            if module in MODULES and MODULES[module].name != "__init__.py":
+                package = module.split(".")[: -node.level]
+            base = ".".join([*package, base] if base else package)
+        names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+    for name in names:
+        known = name
+        while known and known not in MODULES:
+            known = known.rpartition(".")[0]
+        if known.startswith(ROOT + ".") or known == ROOT:
+            yield known
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports anywhere (deferred imports included)."""
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_nodes(tree)
+        edges: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in skip:
+                edges.update(t for t in _targets(module, node) if t != module)
+        # A package's __init__ is the package itself, imported before any of its modules:
+        # an edge to an ancestor package that only re-exports is not a dependency back.
+        graph[module] = {e for e in edges if not module.startswith(e + ".")}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_another_in_a_circle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_deferred_circle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize(
+    ("layer", "forbidden"),
+    [
+        ("generic_framework.wire", ("core", "service", "cli", "mock", "recording", "runtime")),
+        ("generic_framework.mock", ("core", "service", "cli", "recording", "runtime")),
+        ("generic_framework.store", ("core", "service", "cli", "mock", "recording", "runtime")),
+        ("generic_framework.core", ("service", "cli", "mock", "recording", "runtime")),
+    ],
+)
+def test_lower_layers_do_not_import_higher_ones(layer: str, forbidden: tuple[str, ...]) -> None:
+    graph = import_graph()
+    bad = {
+        (module, target)
+        for module, targets in graph.items()
+        if module == layer or module.startswith(layer + ".")
+        for target in targets
+        if any(target.startswith(f"{ROOT}.{name}") for name in forbidden)
+    }
+    assert bad == set()
+
+
+SMALL = ("core", "service", "wire", "store", "runtime")
+
+
+def _functions() -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    for module, path in MODULES.items():
+        if not any(module.startswith(f"{ROOT}.{part}") for part in SMALL):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield module, node
+
+
+def test_no_function_is_over_50_lines() -> None:
+    long = [
+        f"{module}.{node.name}: {node.end_lineno - node.lineno + 1} lines"  # type: ignore[operator]
+        for module, node in _functions()
+        if node.end_lineno is not None and node.end_lineno - node.lineno + 1 > 50
+    ]
+    assert long == []
+
+
+def test_no_function_is_over_complexity_12() -> None:
+    radon = pytest.importorskip("radon.complexity")
+    complex_ = []
+    for module, path in MODULES.items():
+        if not any(module.startswith(f"{ROOT}.{part}") for part in SMALL):
+            continue
+        for block in radon.cc_visit(path.read_text(encoding="utf-8")):
+            items = [block, *getattr(block, "methods", [])]
+            complex_ += [f"{module}.{b.name}: {b.complexity}" for b in items if b.complexity > 12]
+    assert complex_ == []
