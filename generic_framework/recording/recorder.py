@@ -354,8 +354,8 @@ async def record(
 ) -> Path:
     """Run one message through a persona against the configured endpoint; save it as a fixture.
 
-    The turn has no conversation (no history). An API error still produces a fixture, whose
-    ``expected.error`` names it, so failures can be replayed too.
+    Returns the path written. The turn has no conversation (no history). An API error still
+    produces a fixture, whose ``expected.error`` names it, so failures can be replayed too.
 
     Args:
         settings: the endpoint and key to record against, and ``PERSONAS_DIR``.
@@ -365,9 +365,6 @@ async def record(
         stream: record a streamed turn (``Persona.stream``) instead of ``respond``.
         description: the fixture's description.
         transport: the transport that really sends (tests pass a fake upstream here).
-
-    Returns:
-        The path written.
 
     Raises:
         ConfigError: no such persona, or no personas at all.

@@ -259,32 +259,42 @@ def tool(
     return decorate
 
 
+class _ArgsSection:
+    """The entries of an ``Args:`` section, one line at a time (continuations appended)."""
+
+    def __init__(self) -> None:
+        self.args: dict[str, str] = {}
+        self.current: str | None = None
+        self.indent = 0
+
+    def add(self, line: str) -> None:
+        indent = len(line) - len(line.lstrip())
+        match = _ARG_LINE.match(line.strip())
+        if match and (self.current is None or indent <= self.indent):
+            self.current, self.indent = match.group(1), indent
+            self.args[self.current] = match.group(2).strip()
+        elif self.current is not None:
+            self.args[self.current] = f"{self.args[self.current]} {line.strip()}".strip()
+
+
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     """Split a Google-style docstring into its description and its ``Args:`` entries."""
     if not doc:
         return "", {}
     summary: list[str] = []
-    args: dict[str, str] = {}
+    args = _ArgsSection()
     section: str | None = None
-    current: str | None = None
-    base_indent = 0
     for line in inspect.cleandoc(doc).splitlines():
         header = _SECTION.match(line.strip()) if not line.startswith(" ") else None
         if header:
-            section, current = header.group(1), None
-            continue
-        if section is None:
+            section = header.group(1)
+            args.current = None
+        elif section is None:
             summary.append(line)
         elif section in _ARG_SECTIONS and line.strip():
-            indent = len(line) - len(line.lstrip())
-            match = _ARG_LINE.match(line.strip())
-            if match and (current is None or indent <= base_indent):
-                current, base_indent = match.group(1), indent
-                args[current] = match.group(2).strip()
-            elif current is not None:
-                args[current] = f"{args[current]} {line.strip()}".strip()
+            args.add(line)
     paragraphs = "\n".join(summary).split("\n\n")
-    return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip()), args
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip()), args.args
 
 
 def _arguments_model(

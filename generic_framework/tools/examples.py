@@ -109,24 +109,32 @@ def _call(name: str, nodes: list[ast.expr]) -> Any:
     return function(*args)
 
 
-def _eval(node: ast.AST) -> Any:
-    if isinstance(node, ast.Expression):
-        return _eval(node.body)
+def _leaf(node: ast.Constant | ast.Name) -> Any:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, bool) or not isinstance(node.value, int | float):
             raise ValueError(f"only numbers are allowed, not {node.value!r}")
         return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in _CONSTANTS:
-            raise ValueError(f"unknown name {node.id!r}; constants: {', '.join(_CONSTANTS)}")
-        return _CONSTANTS[node.id]
+    if node.id not in _CONSTANTS:
+        raise ValueError(f"unknown name {node.id!r}; constants: {', '.join(_CONSTANTS)}")
+    return _CONSTANTS[node.id]
+
+
+def _binary(node: ast.BinOp) -> Any:
+    left, right = _eval(node.left), _eval(node.right)
+    if isinstance(node.op, ast.Pow):
+        return _check_size(_power(left, right))
+    return _check_size(_BINARY[type(node.op)](left, right))
+
+
+def _eval(node: ast.AST) -> Any:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body)
+    if isinstance(node, ast.Constant | ast.Name):
+        return _leaf(node)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-        left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow):
-            return _check_size(_power(left, right))
-        return _check_size(_BINARY[type(node.op)](left, right))
+        return _binary(node)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
         return _check_size(_call(node.func.id, node.args))
     raise ValueError(f"unsupported syntax: {type(node).__name__}")
