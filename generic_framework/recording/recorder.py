@@ -330,16 +330,19 @@ def write_fixture(fixture: Fixture, path: str | Path, *, secrets: Iterable[str] 
     return target
 
 
-async def _run_turn(persona: Persona, message: str, stream: bool) -> Reply:
-    if not stream:
-        return await persona.respond(message)
-    reply: Reply | None = None
-    async for event in persona.stream(message):
-        if isinstance(event, Done):
-            reply = event.reply
-    if reply is None:
-        raise ConfigError("the stream ended without a reply")
-    return reply
+async def _run_turn(
+    persona: Persona, message: str, stream: bool
+) -> tuple[Reply | None, GLMError | None]:
+    """The turn's reply, or the API error it ended with."""
+    try:
+        if not stream:
+            return await persona.respond(message), None
+        async for event in persona.stream(message):
+            if isinstance(event, Done):
+                return event.reply, None
+    except GLMError as exc:
+        return None, exc
+    raise ConfigError("the stream ended without a reply")
 
 
 async def record(
@@ -372,14 +375,9 @@ async def record(
     """
     recorder = RecordingTransport(transport)
     secret = settings.api_key.get_secret_value() if settings.api_key else ""
-    reply: Reply | None = None
-    error: GLMError | None = None
     async with Runtime(settings, transport=recorder) as runtime:
         chosen = runtime.persona(persona)
-        try:
-            reply = await _run_turn(chosen, message, stream)
-        except GLMError as exc:
-            error = exc
+        reply, error = await _run_turn(chosen, message, stream)
     fixture = build_fixture(
         recorder.exchanges,
         name=Path(out).stem,
