@@ -10,6 +10,7 @@ borrowed objects open.
 
 from __future__ import annotations
 
+import asyncio
 from types import TracebackType
 from typing import Self
 
@@ -75,6 +76,22 @@ class Resources:
             self._opened.append(self._store)
         return self._store
 
+    async def open(self) -> Self:
+        """Open the client now, in a worker thread, and return ``self``.
+
+        Building the client loads the CA bundle (tens of milliseconds); done on first use it
+        would block the event loop, and every other task with it. ``async with`` calls this.
+        """
+        if self._client is None:
+            self._check_open()
+            client = await asyncio.to_thread(GLMClient, self.settings, transport=self._transport)
+            if self._client is None:
+                self._client = client
+                self._opened.append(client)
+            else:  # another task opened one meanwhile
+                await client.aclose()
+        return self
+
     @property
     def closed(self) -> bool:
         """True once :meth:`aclose` ran."""
@@ -96,7 +113,7 @@ class Resources:
             self._store = None if any(o is self._store for o in opened) else self._store
 
     async def __aenter__(self) -> Self:
-        return self
+        return await self.open()
 
     async def __aexit__(
         self,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,22 +16,6 @@ pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 NANAIMO = "// what's the weather in Nanaimo?"
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    clean = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("OPENAI_", "ZAI_", "LLM_", "BOT_", "WEB_SEARCH_"))
-    }
-    clean.update(
-        DATA_DIR=str(tmp_path / "data"),
-        PERSONAS_DIR=str(ROOT / "personas"),
-        LLM_MAX_RETRIES="0",
-        NO_COLOR="1",
-    )
-    return clean
 
 
 def run(

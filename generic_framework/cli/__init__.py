@@ -1,8 +1,17 @@
 """The ``generic-framework`` command line: chat, personas, serve, mock, record, replay.
 
 Exit codes: 0 success; 1 an upstream or runtime error (one line on stderr says what to do);
-2 a usage or configuration error. Heavy modules (rich, the mock, the service) are imported only
-by the commands that need them, so ``--help`` stays fast.
+2 a usage or configuration error. This module only declares the commands; each one imports its
+implementation (and through it rich, the mock or the service) when it runs, so ``--help`` stays
+fast. The modules, none of which imports this one:
+
+- :mod:`~generic_framework.cli.common`: exit codes, settings, one-line errors.
+- :mod:`~generic_framework.cli.offline`: the embedded mock when there is no API key.
+- :mod:`~generic_framework.cli.output`: printing a reply and its sources.
+- :mod:`~generic_framework.cli.status`: the progress line of interactive turns.
+- :mod:`~generic_framework.cli.chat` and :mod:`~generic_framework.cli.interactive`: ``chat``.
+- :mod:`~generic_framework.cli.personas`, :mod:`~generic_framework.cli.serve`,
+  :mod:`~generic_framework.cli.mock`, :mod:`~generic_framework.cli.fixtures`: the other commands.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ import typer
 
 from generic_framework import __version__
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+__all__ = ["app", "main"]
 
 _EPILOG = "Exit codes: 0 success, 1 upstream or runtime error, 2 usage or configuration error."
 
@@ -72,7 +81,7 @@ def chat(
     With no API key (OPENAI_API_KEY), or with --mock, answers come from the embedded mock server
     and its recorded fixtures; the CLI says so on stderr.
     """
-    from generic_framework._chat import ChatOptions, run_chat
+    from generic_framework.cli.chat import ChatOptions, run_chat
 
     options = ChatOptions(
         message=message,
@@ -93,7 +102,7 @@ def personas(
     ] = None,
 ) -> None:
     """List the personas found in PERSONAS_DIR."""
-    from generic_framework._chat import list_personas
+    from generic_framework.cli.personas import list_personas
 
     raise typer.Exit(list_personas(directory))
 
@@ -104,7 +113,7 @@ def serve(
     port: Annotated[int | None, typer.Option(help="Port (BOT_PORT).")] = None,
 ) -> None:
     """Run the bot HTTP service (OpenAI-compatible API and a web chat page)."""
-    from generic_framework._chat import run_serve
+    from generic_framework.cli.serve import run_serve
 
     raise typer.Exit(run_serve(host, port))
 
@@ -131,7 +140,7 @@ def mock(
     ] = 0,
 ) -> None:
     """Run the mock Z.AI server, replaying recorded fixtures."""
-    from generic_framework._chat import run_mock
+    from generic_framework.cli.mock import run_mock
 
     raise typer.Exit(run_mock(fixtures or [], host, port, latency_ms, fail_rate, fail_seed))
 
@@ -146,7 +155,7 @@ def record(
 
     Authorization headers, cookies, keys and user ids are removed before anything is written.
     """
-    from generic_framework._chat import run_record
+    from generic_framework.cli.fixtures import run_record
 
     raise typer.Exit(run_record(message, out, persona))
 
@@ -160,14 +169,18 @@ def replay(
     as_json: Annotated[bool, typer.Option("--json", help="Print results as JSON.")] = False,
 ) -> None:
     """Replay recorded fixtures through the real Persona against the mock; exit 1 on a failure."""
-    from generic_framework._chat import run_replay
+    from generic_framework.cli.fixtures import run_replay
 
     raise typer.Exit(run_replay(paths or [], as_json))
 
 
-def main() -> None:
-    """Entry point of the console script."""
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI on ``argv`` (default: ``sys.argv[1:]``); ends with ``SystemExit(code)``.
+
+    The entry point of the ``generic-framework`` console script and ``python -m
+    generic_framework``.
+    """
     try:
-        app()
+        app(args=argv)
     except KeyboardInterrupt:  # pragma: no cover - interactive
         sys.exit(130)

@@ -1,0 +1,103 @@
+"""What every command shares: exit codes, settings read at the edge, one-line errors.
+
+Every command returns an exit code instead of raising, so a failure ends as one line on stderr:
+:func:`run_command` reads the settings (``.env`` first) and turns a :class:`ConfigError` into
+``error: ...`` and exit 2, any other :class:`GLMError` into :func:`explain` and exit 1.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from generic_framework.config import Settings, load_dotenv
+from generic_framework.wire import errors as e
+from generic_framework.wire.errors import ConfigError, GLMError
+
+if TYPE_CHECKING:
+    pass
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "err",
+    "explain",
+    "load_settings",
+    "new_conversation_id",
+    "run_command",
+]
+
+EXIT_OK = 0
+"""Success."""
+EXIT_ERROR = 1
+"""An upstream or runtime error."""
+EXIT_USAGE = 2
+"""A usage or configuration error (typer's own usage errors are 2 too)."""
+
+
+def err(text: str) -> None:
+    """Print one line (or block) on stderr, at once."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Read ``.env`` and the environment; the ``overrides`` that are not ``None`` win.
+
+    Raises:
+        ConfigError: a setting is invalid.
+    """
+    load_dotenv()
+    return Settings(**{key: value for key, value in overrides.items() if value is not None})
+
+
+def new_conversation_id() -> str:
+    """A fresh conversation id (12 hex digits)."""
+    return uuid.uuid4().hex[:12]
+
+
+def explain(exc: GLMError, settings: Settings) -> str:
+    """One line saying what failed and what to do about it."""
+    retries = settings.llm_max_retries
+    hints: list[tuple[type[GLMError], str]] = [
+        (e.AuthenticationError, "Z.AI rejected the API key: check OPENAI_API_KEY"),
+        (
+            e.InsufficientBalanceError,
+            "the account balance is empty: top it up, or use another key",
+        ),
+        (e.QuotaExceededError, "a plan limit was reached: wait for its reset time"),
+        (e.RateLimitError, f"rate limited by Z.AI, retried {retries} times: try again shortly"),
+        (e.APITimeoutError, f"no answer within LLM_TIMEOUT={settings.llm_timeout:g}s: raise it"),
+        (e.APIConnectionError, f"could not reach {settings.base_url}: check OPENAI_BASE_URL"),
+        (e.ContentFilterError, "blocked by Z.AI's content moderation: rephrase the message"),
+        (e.ServerError, f"Z.AI failed on its side, retried {retries} times: try again later"),
+        (e.ResponseValidationError, "Z.AI (or a proxy) sent a body that is not a chat answer"),
+        (e.BadRequestError, "Z.AI rejected the request"),
+        (e.ConfigError, "configuration error"),
+    ]
+    hint = next((text for cls, text in hints if isinstance(exc, cls)), "error")
+    return f"error: {hint} ({exc})"
+
+
+def run_command(action: Callable[[Settings], int], **overrides: Any) -> int:
+    """Run ``action`` on the settings (see :func:`load_settings`) and return its exit code.
+
+    A :class:`ConfigError` (reading the settings or later) prints ``error: ...`` and gives
+    :data:`EXIT_USAGE`; any other :class:`GLMError` prints :func:`explain` and gives
+    :data:`EXIT_ERROR`.
+    """
+    try:
+        settings = load_settings(**overrides)
+    except ConfigError as exc:
+        err(f"error: {exc}")
+        return EXIT_USAGE
+    try:
+        return action(settings)
+    except ConfigError as exc:
+        err(f"error: {exc}")
+        return EXIT_USAGE
+    except GLMError as exc:
+        err(explain(exc, settings))
+        return EXIT_ERROR

@@ -1,0 +1,65 @@
+"""Offline mode: answers from the embedded mock server when there is no API key (or ``--mock``).
+
+The mock (:class:`~generic_framework.mock.MockServer`, the bundled fixtures) runs in-process on an
+ephemeral loopback port; the commands get a copy of the settings pointing at it with a placeholder
+key. A request it has no recording for fails with :data:`~generic_framework.mock.NO_MATCH_CODE`,
+which :func:`unrecorded` recognises and :func:`no_recording_text` answers honestly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from pydantic import SecretStr
+
+from generic_framework.config import Settings
+from generic_framework.wire.errors import GLMError
+
+__all__ = ["no_recording_text", "offline_notice", "unrecorded", "upstream"]
+
+_PLACEHOLDER_KEY = "offline-mock-key"
+
+
+@contextlib.contextmanager
+def upstream(settings: Settings, force_mock: bool) -> Iterator[tuple[Settings, bool]]:
+    """Yield the settings to use and whether answers come from the embedded mock.
+
+    With an API key and without ``force_mock``: ``settings`` unchanged. Otherwise the embedded
+    mock runs until the block ends, and the settings point at it.
+    """
+    if settings.has_api_key and not force_mock:
+        yield settings, False
+        return
+    from generic_framework.mock import MockServer, bundled_fixture_paths
+
+    with MockServer(bundled_fixture_paths()) as server:
+        offline = settings.model_copy(
+            update={"base_url": server.base_url, "api_key": SecretStr(_PLACEHOLDER_KEY)}
+        )
+        yield offline, True
+
+
+def offline_notice(forced: bool) -> str:
+    """The stderr line saying that answers come from the embedded mock, and why."""
+    why = "--mock given" if forced else "no OPENAI_API_KEY set"
+    return f"offline: {why}; answering from the embedded mock's recorded fixtures."
+
+
+def unrecorded(exc: GLMError) -> bool:
+    """True when the embedded mock had no recorded answer for the request."""
+    from generic_framework.mock import NO_MATCH_CODE
+
+    return exc.code == NO_MATCH_CODE
+
+
+def no_recording_text() -> str:
+    """The honest answer to a question the embedded mock has no recording for."""
+    from generic_framework.mock import bundled_examples
+
+    lines = [
+        "The embedded mock has no recorded answer for that message (it never invents one).",
+        "Set OPENAI_API_KEY for real answers, or try one of the recorded questions:",
+    ]
+    lines += [f"  generic-framework chat {example!r}" for example in bundled_examples()]
+    return "\n".join(lines)
