@@ -1,4 +1,8 @@
-"""Suite-wide guards: tests are offline and never see the developer's real configuration."""
+"""Suite-wide guard: tests are offline (any attempt to reach the real Z.AI service fails).
+
+Library tests build ``Settings.defaults(...)`` and never read the environment; the tests of the
+entry points (CLI, service processes, ``Settings()``) give their processes or fixtures a clean
+environment themselves."""
 
 from __future__ import annotations
 
@@ -9,26 +13,6 @@ from typing import Any
 import pytest
 
 _FORBIDDEN_HOSTS = ("api.z.ai", "z.ai", "open.bigmodel.cn", "bigmodel.cn")
-_CONFIG_VARIABLES = (
-    "OPENAI_API_KEY",
-    "ZAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ZAI_BASE_URL",
-    "LLM_MODEL",
-    "LLM_TEMPERATURE",
-    "LLM_THINKING",
-    "LLM_TIMEOUT",
-    "LLM_MAX_RETRIES",
-    "MAX_TOOL_ROUNDS",
-    "TOOL_TIMEOUT",
-    "WEB_SEARCH_MODE",
-    "PERSONAS_DIR",
-    "DATA_DIR",
-    "BOT_API_TOKEN",
-    "BOT_HOST",
-    "BOT_PORT",
-    "LOG_LEVEL",
-)
 
 
 def _is_forbidden(host: object) -> bool:
@@ -63,13 +47,3 @@ def _offline() -> Iterator[None]:
     yield
     socket.getaddrinfo = _real_getaddrinfo
     socket.create_connection = _real_create_connection
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(
-    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    """Each test starts without the developer's key, endpoint or data directory."""
-    for name in _CONFIG_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("DATA_DIR", str(tmp_path_factory.mktemp("data")))

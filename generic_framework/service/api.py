@@ -1,73 +1,47 @@
-"""The ``/v1`` endpoints: models, chat completions, and server-held conversations."""
+"""The ``/v1`` endpoints: models, chat completions, and server-held conversations.
+
+Endpoints raise on every failure (a :class:`~generic_framework.service.errors.ServiceError` for a
+bad request, the persona's :class:`~generic_framework.wire.errors.GLMError` for an upstream
+failure); the app's exception handlers answer (:data:`~generic_framework.service.errors.
+EXCEPTION_HANDLERS`). A persona serialises the turns of a conversation itself, under the
+runtime's locks; ``DELETE`` takes the same lock.
+"""
 
 from __future__ import annotations
 
-import inspect
-import re
-import secrets
-import time
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
-from generic_framework.core.reply import Reply
-from generic_framework.service.errors import ServiceError, exception_response
+from generic_framework.service.errors import ServiceError
+from generic_framework.service.mapping import chat_completion, conversation_body, turn_body
+from generic_framework.service.requests import (
+    checked_text,
+    last_user_text,
+    parse_body,
+    path_conversation_id,
+)
 from generic_framework.service.schemas import (
-    CONVERSATION_ID_PATTERN,
-    ChatCompletionOut,
     ChatCompletionRequest,
-    ChoiceOut,
-    ConversationOut,
-    MessageOut,
     ModelListOut,
     ModelOut,
-    TurnOut,
     TurnRequest,
 )
-from generic_framework.service.state import ServiceState, state_of
-from generic_framework.service.turns import (
-    PersonaLike,
-    StreamWriter,
-    checked_text,
-    finish_reason,
-    last_user_text,
-    reply_citations,
-    reply_usage,
-    reply_web_search,
-    sse_body,
-    stream_turn,
-)
+from generic_framework.service.state import PersonaLike, ServiceState, state_of
+from generic_framework.service.streaming import event_stream
 
 __all__ = [
     "chat_completions",
+    "conversation",
     "delete_conversation",
     "get_conversation",
     "list_models",
     "post_message",
 ]
 
-_M = TypeVar("_M", bound=BaseModel)
-_ID = re.compile(CONVERSATION_ID_PATTERN)
-_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-
 
 def _json(model: BaseModel, status: int = 200) -> Response:
     return Response(model.model_dump_json(), status_code=status, media_type="application/json")
-
-
-async def _parse(request: Request, model: type[_M]) -> _M:
-    """Validate the JSON body; the first problem becomes a 400 naming the field."""
-    body = await request.body()
-    try:
-        return model.model_validate_json(body)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(part) for part in err["loc"])
-        param = where or None
-        message = f"{where}: {err['msg']}" if where else str(err["msg"])
-        raise ServiceError(400, message, param=param, code=err["type"]) from None
 
 
 def _persona(state: ServiceState, name: str, param: str) -> PersonaLike:
@@ -83,57 +57,18 @@ def _persona(state: ServiceState, name: str, param: str) -> PersonaLike:
     return persona
 
 
-def _conversation_id(request: Request) -> str:
-    value = str(request.path_params["conversation_id"])
-    if not _ID.fullmatch(value):
-        raise ServiceError(
-            400,
-            "a conversation id is 1-128 letters, digits, '_' or '-'",
-            param="conversation_id",
-            code="invalid_conversation_id",
-        )
-    return value
+def _no_conversation(conversation_id: str) -> ServiceError:
+    return ServiceError(404, f"no conversation {conversation_id!r}", code="conversation_not_found")
 
 
 async def list_models(request: Request) -> Response:
     """``GET /v1/models``: the personas, as OpenAI models."""
     state = state_of(request)
     data = [
-        ModelOut(id=name, description=getattr(persona, "description", "") or "")
+        ModelOut(id=name, description=persona.description or "")
         for name, persona in sorted(state.personas.items())
     ]
     return _json(ModelListOut(data=data))
-
-
-async def _streamed(
-    state: ServiceState, persona: PersonaLike, model: str, text: str, conversation_id: str | None
-) -> Response:
-    """Start the turn and wait for its first event before committing to a 200 stream.
-
-    A failure before anything was produced (the upstream refused, timed out, was rate limited)
-    still gets its proper status; later failures become an error frame in the stream.
-    """
-    events = stream_turn(persona, text, conversation_id, state.locks)
-    try:
-        first = await anext(events)
-    except Exception as exc:
-        await events.aclose()
-        return exception_response(exc)
-    writer = StreamWriter(model, conversation_id)
-    return StreamingResponse(
-        sse_body(writer, first, events), media_type="text/event-stream", headers=_SSE_HEADERS
-    )
-
-
-async def _respond(
-    state: ServiceState, persona: PersonaLike, text: str, cid: str | None
-) -> Reply | Response:
-    """One non-streamed turn, one at a time per conversation; a failure becomes its response."""
-    try:
-        async with state.locks.hold(cid):
-            return await persona.respond(text, conversation_id=cid)
-    except Exception as exc:
-        return exception_response(exc)
 
 
 async def chat_completions(request: Request) -> Response:
@@ -144,94 +79,56 @@ async def chat_completions(request: Request) -> Response:
     stored history is then used and extended (docs/design/0602).
     """
     state = state_of(request)
-    body = await _parse(request, ChatCompletionRequest)
+    body = await parse_body(request, ChatCompletionRequest)
     persona = _persona(state, body.model, "model")
     text = last_user_text(body.messages, state.settings.bot_max_message_chars)
     cid = body.conversation_id
     if body.stream:
-        return await _streamed(state, persona, body.model, text, cid)
-    reply = await _respond(state, persona, text, cid)
-    if isinstance(reply, Response):
-        return reply
-    completion = ChatCompletionOut(
-        id=f"chatcmpl-{secrets.token_hex(12)}",
-        created=int(time.time()),
-        model=body.model,
-        choices=[
-            ChoiceOut(
-                message=MessageOut(content=reply.content),
-                finish_reason=finish_reason(reply),
-            )
-        ],
-        usage=reply_usage(reply),
-        web_search=reply_web_search(reply),
-        citations=reply_citations(reply),
-        stop_reason=reply.stop_reason,
-        conversation_id=cid,
-    )
-    return _json(completion)
+        return await event_stream(persona.stream(text, conversation_id=cid), body.model, cid)
+    reply = await persona.respond(text, conversation_id=cid)
+    return _json(chat_completion(reply, body.model, cid))
 
 
 async def post_message(request: Request) -> Response:
     """``POST /v1/conversations/{id}/messages``: one turn with server-held history."""
     state = state_of(request)
-    cid = _conversation_id(request)
-    body = await _parse(request, TurnRequest)
+    cid = path_conversation_id(request)
+    body = await parse_body(request, TurnRequest)
     persona = _persona(state, body.persona, "persona")
     text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
     if body.stream:
-        return await _streamed(state, persona, body.persona, text, cid)
-    reply = await _respond(state, persona, text, cid)
-    if isinstance(reply, Response):
-        return reply
-    turn = TurnOut(
-        conversation_id=cid,
-        persona=body.persona,
-        content=reply.content,
-        citations=reply_citations(reply),
-        web_search=reply_web_search(reply),
-        rounds=[r.model_dump(mode="json") for r in reply.rounds],
-        usage=reply_usage(reply),
-        stop_reason=reply.stop_reason,
-        model=reply.model,
-    )
-    return _json(turn)
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-def _as_dict(item: Any) -> dict[str, Any]:
-    """A stored message as JSON: the wire message, plus its turn, persona and time if known."""
-    inner = getattr(item, "message", None)
-    if isinstance(inner, BaseModel):
-        extra = {k: getattr(item, k) for k in ("turn", "persona", "created_at") if hasattr(item, k)}
-        return {**inner.model_dump(mode="json", exclude_none=True), **extra}
-    if isinstance(item, BaseModel):
-        return item.model_dump(mode="json", exclude_none=True)
-    return dict(item)
+        return await event_stream(persona.stream(text, conversation_id=cid), body.persona, cid)
+    reply = await persona.respond(text, conversation_id=cid)
+    return _json(turn_body(reply, body.persona, cid))
 
 
 async def get_conversation(request: Request) -> Response:
     """``GET /v1/conversations/{id}``: the stored messages, oldest first; 404 when unknown."""
     state = state_of(request)
-    cid = _conversation_id(request)
-    messages = await _maybe_await(state.store.get(cid))
-    if messages is None:
-        raise ServiceError(404, f"no conversation {cid!r}", code="conversation_not_found")
-    return _json(ConversationOut(id=cid, messages=[_as_dict(m) for m in messages]))
+    cid = path_conversation_id(request)
+    stored = await state.runtime.store.get(cid)
+    if stored is None:
+        raise _no_conversation(cid)
+    return _json(conversation_body(cid, stored))
 
 
 async def delete_conversation(request: Request) -> Response:
     """``DELETE /v1/conversations/{id}``: 204 when deleted, 404 when unknown.
 
-    Waits for a turn running on the conversation to end first, so a delete never races a store.
+    Holds the conversation's lock (the runtime's, which every turn holds), so a delete waits for
+    a running turn to end instead of racing its write.
     """
     state = state_of(request)
-    cid = _conversation_id(request)
-    async with state.locks.hold(cid):
-        deleted = await _maybe_await(state.store.delete(cid))
+    cid = path_conversation_id(request)
+    async with state.runtime.locks.hold(cid):
+        deleted = await state.runtime.store.delete(cid)
     if not deleted:
-        raise ServiceError(404, f"no conversation {cid!r}", code="conversation_not_found")
+        raise _no_conversation(cid)
     return Response(status_code=204)
+
+
+async def conversation(request: Request) -> Response:
+    """``/v1/conversations/{id}``: one route for ``GET`` and ``DELETE`` (a 405 lists both)."""
+    if request.method == "DELETE":
+        return await delete_conversation(request)
+    return await get_conversation(request)

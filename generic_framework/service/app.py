@@ -1,22 +1,25 @@
-"""The Starlette application: :func:`create_app` wires personas, store, routes and middleware.
+"""The Starlette application: :func:`create_app` wires the runtime, personas, routes and middleware.
+
+One owner: the :class:`~generic_framework.runtime.Runtime` (the GLM client, the conversation
+store, the per-conversation locks). The app builds it, or borrows the one it is given; the
+personas are bound to it, and ``/v1/conversations`` uses its store and locks.
 
 Middleware, outermost first: CORS (only when ``BOT_CORS_ORIGINS`` is set), bearer auth on
-``/v1/*`` (only when ``BOT_API_TOKEN`` is set), the body limit (``BOT_MAX_BODY``). Every error
-leaves as OpenAI-style JSON, including Starlette's own 404 and 405.
+``/v1/*`` (only when ``BOT_API_TOKEN`` is set), the body limit (``BOT_MAX_BODY``). Endpoints raise;
+the exception handlers (:data:`~generic_framework.service.errors.EXCEPTION_HANDLERS`) answer
+every error as OpenAI-style JSON, including Starlette's own 404 and 405.
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
 
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -25,15 +28,14 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from generic_framework.config import DEFAULT_BASE_URL, Settings
-from generic_framework.core.history import ConversationStore
-from generic_framework.service import api
-from generic_framework.service.errors import ServiceError, error_response, exception_response
+from generic_framework.core.persona import Persona
+from generic_framework.runtime import Runtime
+from generic_framework.service.api import chat_completions, conversation, list_models, post_message
+from generic_framework.service.errors import EXCEPTION_HANDLERS
 from generic_framework.service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
 from generic_framework.service.openapi import openapi_document
-from generic_framework.service.state import ServiceState, state_of
-from generic_framework.service.turns import PersonaLike
-from generic_framework.wire.client import GLMClient
-from generic_framework.wire.errors import register_secret
+from generic_framework.service.state import PersonaLike, ServiceState, state_of
+from generic_framework.wire.errors import ConfigError, register_secret
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -61,22 +63,23 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+def _upstream_check(settings: Settings) -> str:
+    if settings.has_api_key:
+        return "ok"
+    if settings.base_url != DEFAULT_BASE_URL and "api.z.ai" not in settings.base_url:
+        return f"ok (no key; {settings.base_url} is taken for a mock)"
+    return "fail: OPENAI_API_KEY is not set"
+
+
 def _readiness(state: ServiceState) -> dict[str, str]:
-    s = state.settings
-    checks: dict[str, str] = {}
-    data_dir = s.data_dir
+    data_dir = state.settings.data_dir
     writable = data_dir.is_dir() and os.access(data_dir, os.W_OK | os.X_OK)
-    checks["store"] = "ok" if writable else f"fail: DATA_DIR {data_dir} is not writable"
-    checks["personas"] = (
-        f"ok ({len(state.personas)})" if state.personas else f"fail: none in {s.personas_dir}"
-    )
-    if s.has_api_key:
-        checks["upstream"] = "ok"
-    elif s.base_url != DEFAULT_BASE_URL and "api.z.ai" not in s.base_url:
-        checks["upstream"] = f"ok (no key; {s.base_url} is taken for a mock)"
-    else:
-        checks["upstream"] = "fail: OPENAI_API_KEY is not set"
-    return checks
+    count = len(state.personas)
+    return {
+        "store": "ok" if writable else f"fail: DATA_DIR {data_dir} is not writable",
+        "personas": f"ok ({count})" if count else f"fail: none in {state.runtime.personas_dir}",
+        "upstream": _upstream_check(state.settings),
+    }
 
 
 async def _readyz(request: Request) -> Response:
@@ -88,17 +91,6 @@ async def _readyz(request: Request) -> Response:
 
 async def _openapi(request: Request) -> Response:
     return JSONResponse(openapi_document())
-
-
-async def _service_error(request: Request, exc: Exception) -> Response:
-    return exception_response(exc)
-
-
-async def _http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    headers = dict(exc.headers) if exc.headers else None
-    return error_response(exc.status_code, str(exc.detail), code=code, headers=headers)
 
 
 def _middleware(settings: Settings) -> list[Middleware]:
@@ -122,68 +114,55 @@ def _middleware(settings: Settings) -> list[Middleware]:
     return stack
 
 
-async def _conversation(request: Request) -> Response:
-    if request.method == "DELETE":
-        return await api.delete_conversation(request)
-    return await api.get_conversation(request)
-
-
 def _routes() -> list[Route | Mount]:
     return [
         Route("/", _index, methods=["GET"]),
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/readyz", _readyz, methods=["GET"]),
         Route("/openapi.json", _openapi, methods=["GET"]),
-        Route("/v1/models", api.list_models, methods=["GET"]),
-        Route("/v1/chat/completions", api.chat_completions, methods=["POST"]),
-        Route("/v1/conversations/{conversation_id}/messages", api.post_message, methods=["POST"]),
+        Route("/v1/models", list_models, methods=["GET"]),
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
         # One route for both methods, so a 405 there lists both in its Allow header.
-        Route("/v1/conversations/{conversation_id}", _conversation, methods=["GET", "DELETE"]),
+        Route("/v1/conversations/{conversation_id}", conversation, methods=["GET", "DELETE"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 
 
-def _build_state(
-    settings: Settings,
-    personas: Mapping[str, PersonaLike] | None,
-    store: ConversationStore | None,
-    client: GLMClient | None,
-) -> ServiceState:
-    """Open what was not given: one GLM client and one store shared by every persona."""
-    closers: list[Any] = []
-    if store is None:
+def _own_runtime(settings: Settings) -> Runtime:
+    """The runtime of an app given none; DATA_DIR is created now, so /readyz can check it."""
+    try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        opened = ConversationStore(settings.database_path)
-        store = opened
-        closers.append(opened.aclose)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create DATA_DIR {str(settings.data_dir)!r} ({exc}); check DATA_DIR"
+        ) from exc
+    return Runtime(settings)
+
+
+def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dict[str, PersonaLike]:
+    """The personas to serve: the given ones, or every persona file of the runtime."""
     if personas is None:
-        from generic_framework.core.loader import load_personas
-
-        if client is None:
-            # One client for every persona: one connection pool and one LLM_MAX_CONCURRENCY
-            # semaphore for the whole process, so excess calls queue instead of failing (1302).
-            client = GLMClient(settings)
-            closers.insert(0, client.aclose)
-        personas = load_personas(
-            settings.personas_dir, settings=settings, client=client, store=store
-        )
-    if not settings.has_api_key:
-        logger.warning("OPENAI_API_KEY is not set: calls go to %s without a key", settings.base_url)
-    return ServiceState(settings=settings, personas=dict(personas), store=store, closers=closers)
+        return dict(runtime.personas())
+    for name, persona in personas.items():
+        if isinstance(persona, Persona) and persona.runtime is not runtime:
+            raise TypeError(
+                f"persona {name!r} is bound to another runtime: its turns would be stored where "
+                "/v1/conversations does not look; bind it to the app's runtime"
+            )
+    return dict(personas)
 
 
-def _lifespan(state: ServiceState) -> Any:
-    """At shutdown, close what the service opened (the GLM client, then the store)."""
+def _lifespan(state: ServiceState) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """At shutdown, close the runtime if the app built it (a borrowed one stays open)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
-            for close in state.closers:
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
+            if state.owns_runtime:
+                await state.runtime.aclose()
 
     return lifespan
 
@@ -191,34 +170,41 @@ def _lifespan(state: ServiceState) -> Any:
 def create_app(
     settings: Settings | None = None,
     *,
+    runtime: Runtime | None = None,
     personas: Mapping[str, PersonaLike] | None = None,
-    store: ConversationStore | None = None,
-    client: GLMClient | None = None,
 ) -> Starlette:
-    """Build the bot service.
+    """Build the bot service over one :class:`~generic_framework.runtime.Runtime`.
 
     Args:
-        settings: the configuration (``Settings()`` from the environment when omitted).
-        personas: name -> persona to serve; loaded from ``PERSONAS_DIR`` when omitted, all
-            sharing one :class:`~generic_framework.wire.client.GLMClient` and one store.
-        store: the conversation store behind ``/v1/conversations`` (pass the one the given
-            personas use); opened at ``DATA_DIR/conversations.sqlite3`` when omitted.
-        client: the GLM client for loaded personas (created, and closed at shutdown, when
-            omitted).
+        settings: the configuration of a runtime the app builds (``Settings()``, from the
+            environment, when omitted); not with ``runtime`` (it has its settings).
+        runtime: a runtime to borrow (never closed here). Without one the app builds
+            ``Runtime(settings)`` and closes it at shutdown (in the lifespan).
+        personas: name -> persona to serve; every persona file of the runtime when omitted
+            (read now, so a bad file fails here, before a port is bound). Turns are stored in
+            ``runtime.store`` and serialised by ``runtime.locks``, which
+            ``/v1/conversations`` reads and takes too: a given
+            :class:`~generic_framework.core.persona.Persona` must be bound to that runtime.
 
     Raises:
-        ConfigError: a persona file or setting is invalid.
+        ConfigError: a persona file or setting is invalid, or DATA_DIR cannot be created.
+        TypeError: ``settings`` differ from the runtime's, or a persona is bound to another
+            runtime.
     """
-    settings = settings if settings is not None else Settings()
-    state = _build_state(settings, personas, store, client)
+    if runtime is not None and settings is not None and settings is not runtime.settings:
+        raise TypeError("pass settings or runtime, not both (the runtime has its settings)")
+    owns = runtime is None
+    if runtime is None:
+        runtime = _own_runtime(settings if settings is not None else Settings())
+    state = ServiceState(runtime=runtime, personas=_served(runtime, personas), owns_runtime=owns)
+    if not state.settings.has_api_key:
+        logger.warning(
+            "OPENAI_API_KEY is not set: calls go to %s without a key", state.settings.base_url
+        )
     app = Starlette(
         routes=_routes(),
-        middleware=_middleware(settings),
-        exception_handlers={
-            ServiceError: _service_error,
-            HTTPException: _http_error,
-            Exception: _service_error,
-        },
+        middleware=_middleware(state.settings),
+        exception_handlers=EXCEPTION_HANDLERS,
         lifespan=_lifespan(state),
     )
     app.state.service = state

@@ -24,15 +24,26 @@ any other exception                       500     ``internal_error``
 Messages come from :class:`~generic_framework.wire.errors.GLMError`, which are already
 redacted, and go through :func:`~generic_framework.wire.errors.redact` once more; an unexpected
 exception's text is logged, never sent.
+
+Endpoints raise; :data:`EXCEPTION_HANDLERS` (installed by
+:func:`~generic_framework.service.create_app`) is the one place that answers. A
+:class:`ServiceError`, a :class:`~generic_framework.wire.errors.GLMError` or Starlette's
+``HTTPException`` is answered and handled. Any other exception is a bug: Starlette answers it
+with ``internal_error`` through the ``Exception`` handler, then raises it on to the server, which
+logs it with its traceback.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from typing import Any
 
-from starlette.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ExceptionHandler
 
 from generic_framework.wire.errors import (
     APIConnectionError,
@@ -48,7 +59,15 @@ from generic_framework.wire.errors import (
     redact,
 )
 
-__all__ = ["ServiceError", "error_body", "error_response", "exception_response", "map_exception"]
+__all__ = [
+    "EXCEPTION_HANDLERS",
+    "ServiceError",
+    "error_body",
+    "error_response",
+    "exception_response",
+    "internal_error",
+    "map_exception",
+]
 
 logger = logging.getLogger("generic_framework.service")
 
@@ -138,6 +157,11 @@ def map_exception(exc: BaseException) -> ServiceError:
         logger.error("configuration error while answering: %s", exc)
         return ServiceError(500, str(exc), type_="server_error", code="configuration_error")
     logger.exception("unexpected error while answering", exc_info=exc)
+    return internal_error()
+
+
+def internal_error() -> ServiceError:
+    """The 500 sent for an unexpected exception: its text stays in the log."""
     return ServiceError(
         500, "internal error (see the service log)", type_="server_error", code="internal_error"
     )
@@ -147,3 +171,31 @@ def exception_response(exc: BaseException) -> JSONResponse:
     """The JSON response for ``exc`` (see :func:`map_exception`)."""
     error = map_exception(exc)
     return JSONResponse(error.body(), status_code=error.status, headers=error.headers or None)
+
+
+async def _answer(request: Request, exc: Exception) -> Response:
+    """A :class:`ServiceError` or a :class:`GLMError`, mapped by :func:`map_exception`."""
+    return exception_response(exc)
+
+
+async def _answer_http(request: Request, exc: Exception) -> Response:
+    """Starlette's own errors (an unknown route, a wrong method) in OpenAI's shape."""
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    headers = dict(exc.headers) if exc.headers else None
+    return error_response(exc.status_code, str(exc.detail), code=code, headers=headers)
+
+
+async def _answer_unexpected(request: Request, exc: Exception) -> Response:
+    """Any other exception: ``internal_error``; Starlette then raises it on to be logged."""
+    error = internal_error()
+    return JSONResponse(error.body(), status_code=error.status)
+
+
+EXCEPTION_HANDLERS: Mapping[Any, ExceptionHandler] = {
+    ServiceError: _answer,
+    GLMError: _answer,
+    HTTPException: _answer_http,
+    Exception: _answer_unexpected,
+}
+"""The app's exception handlers: every error response of an endpoint comes from here."""

@@ -29,6 +29,7 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from generic_framework.config import Settings
+from generic_framework.service.app import create_app
 from generic_framework.wire.errors import ConfigError
 
 __all__ = [
@@ -142,12 +143,13 @@ def run(settings: Settings, host: str | None = None, port: int | None = None) ->
         host: the interface to bind.
         port: the port (0 picks a free one).
 
+    The app builds its :class:`~generic_framework.runtime.Runtime` from ``settings`` and closes
+    it at shutdown (:func:`~generic_framework.service.create_app`).
+
     Raises:
         ConfigError: binding beyond loopback without ``BOT_API_TOKEN``, or a persona file or
             setting is invalid.
     """
-    from generic_framework.service.app import create_app
-
     host = host if host is not None else settings.bot_host
     port = port if port is not None else settings.bot_port
     check_bind(settings, host)

@@ -1,48 +1,75 @@
-"""What the service's endpoints share: settings, personas, the store and the conversation locks."""
+"""What the service's endpoints share: the runtime and the personas it serves.
+
+One owner: the :class:`~generic_framework.runtime.Runtime` holds the GLM client, the
+conversation store and the per-conversation locks. The personas write their turns to
+``runtime.store`` under ``runtime.locks``; ``/v1/conversations`` reads and deletes through the
+same store and locks, so there is one store and one lock system per app.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass
+from typing import Protocol, cast
 
 from starlette.requests import Request
 
 from generic_framework.config import Settings
-from generic_framework.service.turns import ConversationLocks, PersonaLike
+from generic_framework.core.events import PersonaEvent
+from generic_framework.core.reply import Reply
+from generic_framework.runtime import Runtime
 
-__all__ = ["ServiceState", "StoreLike", "state_of"]
+__all__ = ["PersonaLike", "ServiceState", "state_of"]
 
 
-class StoreLike(Protocol):
-    """The part of :class:`~generic_framework.core.history.ConversationStore` the API uses."""
+class PersonaLike(Protocol):
+    """What the service needs from a persona (:class:`~generic_framework.core.persona.Persona`).
 
-    def get(self, conversation_id: str) -> Any:
-        """The stored messages of a conversation, or None."""
+    A persona serialises the turns of a conversation itself (a
+    :class:`~generic_framework.core.persona.Persona` holds ``runtime.locks`` for the whole
+    turn); the service adds no lock of its own around a turn.
+    """
+
+    @property
+    def name(self) -> str:
+        """The persona's name (the API's model id)."""
         ...
 
-    def delete(self, conversation_id: str) -> Any:
-        """Remove a conversation; truthy when it existed."""
+    @property
+    def description(self) -> str:
+        """One line for ``/v1/models``."""
+        ...
+
+    async def respond(self, text: str, *, conversation_id: str | None = None) -> Reply:
+        """Answer one user message."""
+        ...
+
+    def stream(
+        self, text: str, *, conversation_id: str | None = None
+    ) -> AsyncGenerator[PersonaEvent, None]:
+        """Answer one user message as events ending with ``Done``; closable (``aclose``)."""
         ...
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ServiceState:
     """The service's shared objects, kept on ``app.state.service``.
 
     Attributes:
-        settings: the configuration the service was built with.
+        runtime: the client, store and locks (see :mod:`generic_framework.runtime`).
         personas: persona name -> persona; the names are the API's model ids.
-        store: the conversation store behind ``/v1/conversations``.
-        locks: one lock per conversation id, so turns on one conversation run one at a time.
-        closers: what to close at shutdown (the GLM client and store the service created).
+        owns_runtime: True when the app built the runtime and closes it at shutdown; a
+            runtime given to :func:`~generic_framework.service.create_app` is borrowed.
     """
 
-    settings: Settings
+    runtime: Runtime
     personas: Mapping[str, PersonaLike]
-    store: StoreLike
-    locks: ConversationLocks = field(default_factory=ConversationLocks)
-    closers: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
+    owns_runtime: bool
+
+    @property
+    def settings(self) -> Settings:
+        """The configuration: the runtime's settings."""
+        return self.runtime.settings
 
 
 def state_of(request: Request) -> ServiceState:

@@ -47,7 +47,9 @@ ANSWER = {
 
 
 def settings(**extra: Any) -> Settings:
-    return Settings.defaults(api_key=KEY, personas_dir=REPO / "personas", llm_max_retries=0, **extra)
+    return Settings.defaults(
+        api_key=KEY, personas_dir=REPO / "personas", llm_max_retries=0, **extra
+    )
 
 
 class Upstream:

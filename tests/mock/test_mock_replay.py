@@ -215,5 +215,7 @@ async def test_a_conversation_keeps_finding_recorded_answers(tmp_path: Path) -> 
 
 async def test_a_coding_endpoint_fixture_replays_on_the_coding_route() -> None:
     fixture = tampered("function_two_rounds", endpoint="coding")
-    (result,) = await replay_fixtures([fixture], settings=Settings.defaults(personas_dir=REPO / "personas"))
+    (result,) = await replay_fixtures(
+        [fixture], settings=Settings.defaults(personas_dir=REPO / "personas")
+    )
     assert result.ok, result.problems

@@ -110,7 +110,7 @@ def _tool_text(raw: dict[str, Any]) -> str:
     )
     call_model = ToolCall.model_validate({k: v for k, v in raw.items() if k != "index"})
     done = asyncio.run(run_call(call_model, web_plan, time_limit=TOOL_TIMEOUT, persona=PERSONA))
-    return done.outcome.content
+    return done.result.content
 
 
 def _no_search() -> Any:

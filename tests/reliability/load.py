@@ -40,8 +40,8 @@ import httpx
 from fixture_parts import Conversation, call, completion, fixture, tool_output
 from service_processes import PERSONAS, TOKEN, Process, base_env, bot_process
 
-from generic_framework.core.history import ConversationStore
 from generic_framework.core.sanitize import history_problems
+from generic_framework.store import SQLiteStore
 from generic_framework.wire.messages import UserMessage
 
 QUESTIONS = 20
@@ -231,7 +231,7 @@ async def check_stored(database: Path, turns: list[Turn], result: LoadResult) ->
     for turn in turns:
         if turn.status == 200:
             acknowledged.setdefault(turn.conversation, []).append(turn.text)
-    store = ConversationStore(database)
+    store = SQLiteStore(database)
     try:
         for cid, texts in sorted(acknowledged.items()):
             stored = await store.get(cid) or []

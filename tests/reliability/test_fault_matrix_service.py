@@ -22,9 +22,9 @@ from fault_fixtures import CASES, FIXTURES, HERE, PERSONAS, SETTINGS, Case
 from matrix_checks import check_store, expected_of
 from service_processes import TOKEN, Process, base_env, bot_process
 
-from generic_framework.core.history import ConversationStore
 from generic_framework.core.reply import Reply
 from generic_framework.mock.fixture import Expected
+from generic_framework.store import SQLiteStore
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -54,8 +54,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Process, P
 
 
 @pytest.fixture
-async def store(stack: tuple[Process, Process, Path]) -> AsyncIterator[ConversationStore]:
-    opened = ConversationStore(stack[2])
+async def store(stack: tuple[Process, Process, Path]) -> AsyncIterator[SQLiteStore]:
+    opened = SQLiteStore(stack[2])
     yield opened
     await opened.aclose()
 
@@ -96,7 +96,7 @@ def check_http(case: Case, expected: Expected, response: httpx.Response) -> Repl
 
 @pytest.mark.parametrize("case", SERVICE_CASES, ids=[case.name for case in SERVICE_CASES])
 async def test_fault_through_the_service(
-    case: Case, stack: tuple[Process, Process, Path], store: ConversationStore
+    case: Case, stack: tuple[Process, Process, Path], store: SQLiteStore
 ) -> None:
     mock, bot, _ = stack
     httpx.post(f"{mock.url}/mock/reset")

@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, settings
 from service_fakes import TOKEN, FakePersona
 
 from generic_framework.config import Settings
-from generic_framework.core.history import ConversationStore
+from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
+from generic_framework.store import SQLiteStore
 
 pytestmark = pytest.mark.slow
 
@@ -30,11 +31,13 @@ EXAMPLES = 400
 
 # Schemathesis reads the schema when the module is collected, so the app exists by then.
 _DATA = Path(tempfile.mkdtemp(prefix="gf-fuzz-"))
-_STORE = ConversationStore(_DATA / "conversations.sqlite3")
+_STORE = SQLiteStore(_DATA / "conversations.sqlite3")
+_SETTINGS = Settings.defaults(
+    api_key="fuzz-key", bot_api_token=TOKEN, data_dir=_DATA, bot_max_message_chars=2000
+)
 APP = create_app(
-    Settings(api_key="fuzz-key", bot_api_token=TOKEN, data_dir=_DATA, bot_max_message_chars=2000),
+    runtime=Runtime(_SETTINGS, store=_STORE),
     personas={"scout": FakePersona(), "helper": FakePersona("helper")},
-    store=_STORE,
 )
 # 413 (body over BOT_MAX_BODY) is a rejection too: large generated bodies are refused before
 # validation, which is the point of the limit.

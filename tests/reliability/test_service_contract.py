@@ -12,7 +12,7 @@ from generic_framework.service import create_app
 
 
 def client(tmp_path: Path) -> httpx.AsyncClient:
-    settings = Settings(bot_api_token=TOKEN, data_dir=tmp_path)
+    settings = Settings.defaults(bot_api_token=TOKEN, data_dir=tmp_path)
     app = create_app(settings, personas={"scout": FakePersona()})
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bot")
 

@@ -23,10 +23,11 @@ from service_fakes import FakePersona
 from service_processes import REPO, TOKEN, base_env, bot_process, mock_process
 
 from generic_framework.config import Settings
-from generic_framework.core.history import ConversationStore
+from generic_framework.runtime import Runtime
 from generic_framework.service import create_app, uvicorn_config
 from generic_framework.service.middleware import BodyLimitMiddleware
 from generic_framework.service.server import HEAD_TIMEOUT
+from generic_framework.store import SQLiteStore
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 SHORT = 0.5
@@ -39,9 +40,9 @@ SHORT = 0.5
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[tuple[str, int]]:
     """The app under uvicorn with the service's configuration, timeouts shortened to SHORT."""
-    settings = Settings(data_dir=tmp_path, personas_dir=tmp_path, bot_max_body=4096)
-    store = ConversationStore(tmp_path / "conversations.sqlite3")
-    app = create_app(settings, personas={"scout": FakePersona()}, store=store)
+    settings = Settings.defaults(data_dir=tmp_path, personas_dir=tmp_path, bot_max_body=4096)
+    store = SQLiteStore(tmp_path / "conversations.sqlite3")
+    app = create_app(runtime=Runtime(settings, store=store), personas={"scout": FakePersona()})
     (limit,) = [m for m in app.user_middleware if m.cls is BodyLimitMiddleware]
     limit.kwargs["read_timeout"] = SHORT
     config = uvicorn_config(app, settings, "127.0.0.1", 0, head_timeout=SHORT, log_level="error")
@@ -126,7 +127,7 @@ def test_a_trickled_body_gets_408(live: tuple[str, int]) -> None:
 
 
 def test_the_shipped_body_timeout_is_30_seconds(tmp_path: Path) -> None:
-    app = create_app(Settings(data_dir=tmp_path), personas={"scout": FakePersona()})
+    app = create_app(Settings.defaults(data_dir=tmp_path), personas={"scout": FakePersona()})
     (limit,) = [m for m in app.user_middleware if m.cls is BodyLimitMiddleware]
     assert limit.kwargs.get("read_timeout", 30.0) == 30.0
 

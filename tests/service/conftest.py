@@ -11,8 +11,9 @@ import pytest
 from service_fakes import FakePersona
 
 from generic_framework.config import Settings
-from generic_framework.core.history import ConversationStore
+from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
+from generic_framework.store import SQLiteStore
 from generic_framework.wire.retry import set_testing
 
 
@@ -32,36 +33,40 @@ def settings_for(tmp_path: Path) -> Callable[..., Settings]:
             "personas_dir": tmp_path / "personas",
         }
         (tmp_path / "data").mkdir(exist_ok=True)
-        return Settings(**{**base, **values})
+        return Settings.defaults(**{**base, **values})
 
     return make
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[ConversationStore]:
-    opened = ConversationStore(tmp_path / "data" / "conversations.sqlite3")
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    opened = SQLiteStore(tmp_path / "data" / "conversations.sqlite3")
     yield opened
     await opened.aclose()
 
 
 @pytest.fixture
 def client_for(
-    settings_for: Callable[..., Settings], store: ConversationStore
+    settings_for: Callable[..., Settings], store: SQLiteStore
 ) -> Callable[..., httpx.AsyncClient]:
-    """An httpx client talking to the app in-process (``token=`` sends the bearer token)."""
+    """An httpx client talking to the app in-process (``token=`` sends the bearer token).
+
+    The app borrows a runtime over the test's ``store``; ``raise_app_exceptions=False`` shows
+    what a real server answers for an unexpected exception instead of raising it in the test.
+    """
 
     def make(
         personas: Mapping[str, Any] | None = None,
         *,
         token: str | None = None,
+        raise_app_exceptions: bool = True,
         **values: Any,
     ) -> httpx.AsyncClient:
-        settings = settings_for(**values)
+        runtime = Runtime(settings_for(**values), store=store)
         chosen = personas if personas is not None else {"scout": FakePersona()}
-        app = create_app(settings, personas=chosen, store=store)
+        app = create_app(runtime=runtime, personas=chosen)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://bot", headers=headers
-        )
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
+        return httpx.AsyncClient(transport=transport, base_url="http://bot", headers=headers)
 
     return make

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
@@ -91,32 +90,6 @@ class FakePersona:
         if self.error is not None:
             raise self.error
         yield Done(self.reply or make_reply(conversation_id=conversation_id, text=text))
-
-
-class GatedPersona(FakePersona):
-    """Each turn waits for its own gate: tests decide when each turn may end."""
-
-    def __init__(self, name: str = "scout") -> None:
-        super().__init__(name, events=[])
-        self.started: asyncio.Queue[str] = asyncio.Queue()
-        self.gates: dict[str, asyncio.Event] = {}
-        self.running = 0
-        self.max_running = 0
-        self.order: list[str] = []
-
-    async def stream(
-        self, text: str, *, conversation_id: str | None = None
-    ) -> AsyncGenerator[PersonaEvent, None]:
-        self.running += 1
-        self.max_running = max(self.max_running, self.running)
-        try:
-            gate = self.gates.setdefault(text, asyncio.Event())
-            await self.started.put(text)
-            await gate.wait()
-            self.order.append(text)
-            yield Done(make_reply(f"answer to {text}", citations=(), text=text))
-        finally:
-            self.running -= 1
 
 
 def chunks(body: str) -> list[Any]:

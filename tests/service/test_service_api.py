@@ -10,7 +10,7 @@ import openai
 import pytest
 from service_fakes import FakePersona, chunks, make_reply
 
-from generic_framework.core.history import ConversationStore
+from generic_framework.store import SQLiteStore
 from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
@@ -177,7 +177,6 @@ async def test_unknown_route_and_method_are_json(client_for: Client) -> None:
         (AuthenticationError("bad key", status_code=401, code="1002"), 502, "upstream_auth_failed"),
         (ContentFilterError("blocked"), 502, "content_filter"),
         (ConfigError("PERSONAS_DIR is wrong"), 500, "configuration_error"),
-        (RuntimeError("internal detail"), 500, "internal_error"),
     ],
 )
 @pytest.mark.parametrize("stream", [False, True])
@@ -193,6 +192,22 @@ async def test_upstream_errors_map_to_gateway_statuses(
     assert "internal detail" not in response.text
     if status == 503:
         assert response.headers["retry-after"] == "3"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_an_unexpected_error_is_a_500_then_reaches_the_server(
+    client_for: Client, stream: bool
+) -> None:
+    persona = FakePersona(error=RuntimeError("internal detail"), error_after=0)
+    async with client_for({"scout": persona}, raise_app_exceptions=False) as client:
+        response = await client.post("/v1/chat/completions", json=ask(stream=stream))
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == "internal_error"
+    assert "internal detail" not in response.text
+    # A bug is answered, then raised on for the server to log with its traceback.
+    async with client_for({"scout": persona}) as client:
+        with pytest.raises(RuntimeError, match="internal detail"):
+            await client.post("/v1/chat/completions", json=ask(stream=stream))
 
 
 async def test_error_bodies_never_hold_secrets(client_for: Client) -> None:
@@ -273,9 +288,7 @@ async def test_official_openai_client_in_process(client_for: Client) -> None:
     assert "".join(pieces) == "Light rain and 9 degrees [ref_1]."
 
 
-async def test_conversation_turn_get_and_delete(
-    client_for: Client, store: ConversationStore
-) -> None:
+async def test_conversation_turn_get_and_delete(client_for: Client, store: SQLiteStore) -> None:
     await store.append_turn(
         "c-7", "scout", [UserMessage(content="hi"), AssistantMessage(content="hello")]
     )

@@ -16,8 +16,10 @@ import uvicorn
 from service_fakes import TOKEN
 
 from generic_framework.config import Settings
+from generic_framework.runtime import Runtime
 from generic_framework.service import check_bind, create_app, is_loopback, uvicorn_config
 from generic_framework.service.middleware import BodyLimitMiddleware
+from generic_framework.store import SQLiteStore
 from generic_framework.wire.errors import ConfigError
 
 Client = Callable[..., httpx.AsyncClient]
@@ -194,12 +196,16 @@ def test_run_refuses_before_binding(settings_for: Callable[..., Settings]) -> No
 
 
 class _Endless:
-    """Writes one piece of text, then waits forever: only a disconnect can end its turn."""
+    """Writes one piece of text, then waits forever: only a disconnect can end its turn.
+
+    Like a real persona it holds its conversation's lock (the runtime's) for the whole turn.
+    """
 
     name = "endless"
     description = ""
 
-    def __init__(self) -> None:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
         self.running = 0
 
     async def respond(self, text: str, *, conversation_id: str | None = None) -> Any:
@@ -208,30 +214,35 @@ class _Endless:
     async def stream(self, text: str, *, conversation_id: str | None = None) -> Any:
         from generic_framework.core.events import TextDelta
 
-        self.running += 1
-        try:
-            yield TextDelta(text="thinking")
-            await asyncio.Event().wait()
-        finally:
-            self.running -= 1
+        async with self.runtime.locks.hold(conversation_id):
+            self.running += 1
+            try:
+                yield TextDelta(text="thinking")
+                await asyncio.Event().wait()
+            finally:
+                self.running -= 1
 
 
 @pytest.fixture
-def endless() -> _Endless:
-    return _Endless()
+def runtime(settings_for: Callable[..., Settings], store: SQLiteStore) -> Runtime:
+    return Runtime(settings_for(), store=store)
 
 
 @pytest.fixture
-def live_server(
-    settings_for: Callable[..., Settings], store: Any, endless: _Endless
-) -> Iterator[tuple[str, int]]:
+def endless(runtime: Runtime) -> _Endless:
+    return _Endless(runtime)
+
+
+@pytest.fixture
+def live_server(runtime: Runtime, endless: _Endless) -> Iterator[tuple[str, int]]:
     """The app under a real uvicorn in a thread, with a short head timeout."""
     from service_fakes import FakePersona
 
-    settings = settings_for()
     personas = {"scout": FakePersona(), "endless": endless}
-    app = create_app(settings, personas=personas, store=store)
-    config = uvicorn_config(app, settings, "127.0.0.1", 0, head_timeout=0.3, log_level="warning")
+    app = create_app(runtime=runtime, personas=personas)
+    config = uvicorn_config(
+        app, runtime.settings, "127.0.0.1", 0, head_timeout=0.3, log_level="warning"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -271,12 +282,18 @@ def test_a_client_that_disconnects_ends_its_turn(
     live_server: tuple[str, int], endless: _Endless
 ) -> None:
     host, port = live_server
-    body = {"model": "endless", "stream": True, "messages": [{"role": "user", "content": "go"}]}
+    body = {
+        "model": "endless",
+        "stream": True,
+        "messages": [{"role": "user", "content": "go"}],
+        "conversation_id": "gone",
+    }
     with httpx.stream("POST", f"http://{host}:{port}/v1/chat/completions", json=body) as response:
         lines = response.iter_lines()
         assert next(lines).startswith("data: ")
         assert endless.running == 1
+        assert len(endless.runtime.locks) == 1  # the turn holds its conversation
     deadline = time.monotonic() + 5
-    while endless.running:
+    while endless.running or len(endless.runtime.locks):
         assert time.monotonic() < deadline, "the turn went on after the client left"
         time.sleep(0.01)

@@ -14,7 +14,9 @@ from generic_framework.wire.messages import WebSearchResult
 
 
 def test_resolve_fills_from_settings_and_keeps_explicit_values(tmp_path: Path) -> None:
-    settings = Settings.defaults(web_search_mode="client", web_search_count=7, web_search_recency="oneDay")
+    settings = Settings.defaults(
+        web_search_mode="client", web_search_count=7, web_search_recency="oneDay"
+    )
     resolved = WebSearch(count=3).resolve(settings)
     assert (resolved.mode, resolved.engine, resolved.count, resolved.recency) == (
         "client", "search_pro_jina", 3, "oneDay",

@@ -1,0 +1,128 @@
+"""From the library's objects to the API's bodies: replies and stored conversations.
+
+A :class:`~generic_framework.core.reply.Reply` becomes OpenAI's ``chat.completion`` (plus Z.AI's
+``web_search[]``) or the service's own turn body; stored messages become the conversation body.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from generic_framework.core.reply import Citation, Reply
+from generic_framework.service.schemas import (
+    ChatCompletionOut,
+    ChoiceOut,
+    ConversationOut,
+    FinishReason,
+    MessageOut,
+    TurnOut,
+    UsageOut,
+)
+from generic_framework.store.base import StoredMessage
+from generic_framework.wire.messages import WebSearchResult
+
+__all__ = [
+    "chat_completion",
+    "completion_id",
+    "conversation_body",
+    "finish_reason",
+    "reply_citations",
+    "reply_usage",
+    "reply_web_search",
+    "stored_message",
+    "turn_body",
+]
+
+
+def completion_id() -> str:
+    """A fresh ``chatcmpl-...`` id, as OpenAI names completions."""
+    return f"chatcmpl-{secrets.token_hex(12)}"
+
+
+def finish_reason(reply: Reply) -> FinishReason:
+    """OpenAI's ``finish_reason`` for a reply's ``stop_reason`` (``max_rounds`` -> ``stop``)."""
+    if reply.stop_reason == "length":
+        return "length"
+    if reply.stop_reason == "content_filter":
+        return "content_filter"
+    return "stop"
+
+
+def reply_usage(reply: Reply) -> UsageOut:
+    """The reply's token counts, summed over its rounds."""
+    u = reply.usage
+    return UsageOut(
+        prompt_tokens=u.prompt_tokens,
+        completion_tokens=u.completion_tokens,
+        total_tokens=u.total_tokens,
+    )
+
+
+def reply_citations(reply: Reply) -> list[Citation]:
+    """The reply's numbered citations."""
+    return list(reply.citations)
+
+
+def reply_web_search(reply: Reply) -> list[WebSearchResult]:
+    """The reply's citations in Z.AI's ``web_search[]`` shape (``refer`` = the cited label)."""
+    return [
+        WebSearchResult(
+            title=c.title,
+            link=c.url,
+            content=c.snippet,
+            media=c.site,
+            refer=c.ref or f"ref_{c.number}",
+            publish_date=c.published,
+        )
+        for c in reply.citations
+    ]
+
+
+def chat_completion(reply: Reply, model: str, conversation_id: str | None) -> ChatCompletionOut:
+    """The ``chat.completion`` body of a reply; ``model`` is the persona's name."""
+    return ChatCompletionOut(
+        id=completion_id(),
+        created=int(time.time()),
+        model=model,
+        choices=[
+            ChoiceOut(message=MessageOut(content=reply.content), finish_reason=finish_reason(reply))
+        ],
+        usage=reply_usage(reply),
+        web_search=reply_web_search(reply),
+        citations=reply_citations(reply),
+        stop_reason=reply.stop_reason,
+        conversation_id=conversation_id,
+    )
+
+
+def turn_body(reply: Reply, persona: str, conversation_id: str) -> TurnOut:
+    """The body of ``POST /v1/conversations/{id}/messages`` for a reply."""
+    return TurnOut(
+        conversation_id=conversation_id,
+        persona=persona,
+        content=reply.content,
+        citations=reply_citations(reply),
+        web_search=reply_web_search(reply),
+        rounds=[r.model_dump(mode="json") for r in reply.rounds],
+        usage=reply_usage(reply),
+        stop_reason=reply.stop_reason,
+        model=reply.model,
+    )
+
+
+def stored_message(item: StoredMessage) -> dict[str, Any]:
+    """A stored message as JSON: the wire message, plus its turn, persona and time."""
+    return {
+        **item.message.model_dump(mode="json", exclude_none=True),
+        "turn": item.turn,
+        "persona": item.persona,
+        "created_at": item.created_at,
+    }
+
+
+def conversation_body(conversation_id: str, stored: Sequence[StoredMessage]) -> ConversationOut:
+    """The body of ``GET /v1/conversations/{id}``: its messages, oldest first."""
+    return ConversationOut(id=conversation_id, messages=[stored_message(m) for m in stored])

@@ -1,0 +1,87 @@
+"""Reading requests: the JSON body, the conversation id of the path, the user's text.
+
+Each function returns the valid value or raises a :class:`~generic_framework.service.errors.
+ServiceError` (400) naming the field at fault; the app's exception handler answers it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
+from generic_framework.service.errors import ServiceError
+from generic_framework.service.schemas import CONVERSATION_ID_PATTERN, ChatMessageIn
+
+__all__ = ["checked_text", "content_text", "last_user_text", "parse_body", "path_conversation_id"]
+
+_M = TypeVar("_M", bound=BaseModel)
+_ID = re.compile(CONVERSATION_ID_PATTERN)
+
+
+async def parse_body(request: Request, model: type[_M]) -> _M:
+    """Validate the JSON body; the first problem becomes a 400 naming the field."""
+    body = await request.body()
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(part) for part in err["loc"])
+        message = f"{where}: {err['msg']}" if where else str(err["msg"])
+        raise ServiceError(400, message, param=where or None, code=err["type"]) from None
+
+
+def path_conversation_id(request: Request) -> str:
+    """The ``{conversation_id}`` of the path, if it matches :data:`CONVERSATION_ID_PATTERN`."""
+    value = str(request.path_params["conversation_id"])
+    if not _ID.fullmatch(value):
+        raise ServiceError(
+            400,
+            "a conversation id is 1-128 letters, digits, '_' or '-'",
+            param="conversation_id",
+            code="invalid_conversation_id",
+        )
+    return value
+
+
+def content_text(content: str | list[dict[str, Any]] | None) -> str:
+    """The text of an OpenAI message ``content``: a string, or its ``text`` parts joined."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for part in content:
+        if part.get("type") != "text" or not isinstance(part.get("text"), str):
+            raise ServiceError(
+                400, "only text content parts are supported", param="messages", code="unsupported"
+            )
+        texts.append(part["text"])
+    return "".join(texts)
+
+
+def last_user_text(messages: list[ChatMessageIn], max_chars: int) -> str:
+    """The text of the last message, which must be the user's, checked against the limit."""
+    last = messages[-1]
+    if last.role != "user":
+        raise ServiceError(
+            400, "the last message must have role 'user'", param="messages", code="invalid_role"
+        )
+    return checked_text(content_text(last.content), max_chars, param="messages")
+
+
+def checked_text(text: str, max_chars: int, *, param: str) -> str:
+    """``text`` if it is not blank and not longer than ``max_chars`` (BOT_MAX_MESSAGE_CHARS)."""
+    if not text.strip():
+        raise ServiceError(400, "the message is empty", param=param, code="empty_message")
+    if len(text) > max_chars:
+        raise ServiceError(
+            400,
+            f"the message has {len(text)} characters; the limit is {max_chars} "
+            "(BOT_MAX_MESSAGE_CHARS)",
+            param=param,
+            code="message_too_long",
+        )
+    return text
