@@ -154,11 +154,13 @@ def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dic
 
 
 def _lifespan(state: ServiceState) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """At shutdown, close the runtime if the app built it (a borrowed one stays open)."""
+    """At start-up open the runtime's client (off the event loop, not on the first request); at
+    shutdown close the runtime if the app built it (a borrowed one stays open)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
+            await state.runtime.open()
             yield
         finally:
             if state.owns_runtime:
