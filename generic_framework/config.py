@@ -85,7 +85,10 @@ class Settings(BaseSettings):
     bot_max_body: int = Field(default=65536, ge=1024)
     bot_max_message_chars: int = Field(default=16000, ge=1)
     bot_cors_origins: str = ""
+    bot_metrics_public: bool = False
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    otel_instrumentation_genai_capture_message_content: bool = False
 
     def __init__(self, **values: Any) -> None:
         # Not populate_by_name: with it pydantic-settings also reads the env names API_KEY and
@@ -123,6 +126,11 @@ class Settings(BaseSettings):
     @classmethod
     def _upper_level(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower_format(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
     @field_validator("base_url")
     @classmethod

@@ -26,6 +26,7 @@ from generic_framework.core.persona import Persona
 from generic_framework.core.resources import Resources
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.store.base import ConversationStore
+from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
 
@@ -45,6 +46,8 @@ class Runtime(Resources):
         store: a store to borrow (never closed here).
         transport: an httpx transport for the owned client (tests, the recorder).
         personas_dir: where the persona files are (``settings.personas_dir`` when omitted).
+        telemetry: metrics and tracing to record to (see
+            :class:`~generic_framework.core.resources.Resources`).
     """
 
     def __init__(
@@ -55,8 +58,11 @@ class Runtime(Resources):
         store: ConversationStore | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         personas_dir: str | Path | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
-        super().__init__(settings, client=client, store=store, transport=transport)
+        super().__init__(
+            settings, client=client, store=store, transport=transport, telemetry=telemetry
+        )
         self.personas_dir = Path(personas_dir or self.settings.personas_dir)
         self._specs: dict[str, PersonaSpec] | None = None
         self._personas: dict[str, Persona] = {}

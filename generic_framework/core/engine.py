@@ -242,7 +242,15 @@ class TurnEngine:
         self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
     ) -> ChatCompletion:
         """Send the turn's messages to the model with ``client.chat`` (``respond()``)."""
-        return await turn.client.chat(self._request_for(turn, tools=tools, forced=forced))
+        request = self._request_for(turn, tools=tools, forced=forced)
+        span = turn.watch.call_started(request, stream=False)
+        try:
+            completion = await turn.client.chat(request)
+        except BaseException as exc:
+            turn.watch.call_failed(span, exc)
+            raise
+        turn.watch.call_done(span, completion)
+        return completion
 
     async def _call_llm(
         self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
@@ -253,14 +261,25 @@ class TurnEngine:
             :class:`TextDelta` pieces, then the completion.
         """
         request = self._request_for(turn, tools=tools, forced=forced)
+        span = turn.watch.call_started(request, stream=True)
+        answered = False
         # chat_stream is an async generator; closing it early releases the HTTP response.
         stream_events = cast(AsyncGenerator[StreamEvent, None], turn.client.chat_stream(request))
-        async with aclosing(stream_events) as events:
-            async for event in events:
-                if isinstance(event, ContentDelta):
-                    yield TextDelta(event.text)
-                elif isinstance(event, StreamCompleted):
-                    yield event.completion
+        try:
+            async with aclosing(stream_events) as events:
+                async for event in events:
+                    if isinstance(event, ContentDelta):
+                        if turn.watch.awaiting_text:
+                            turn.watch.first_text()
+                        yield TextDelta(event.text)
+                    elif isinstance(event, StreamCompleted):
+                        answered = True
+                        turn.watch.call_done(span, event.completion)
+                        yield event.completion
+        except BaseException as exc:
+            if not answered:
+                turn.watch.call_failed(span, exc)
+            raise
 
     async def _handle_tool_calls(
         self, message: AssistantMessage, turn: Turn
@@ -289,6 +308,7 @@ class TurnEngine:
         async with aclosing(running) as finished:
             async for index, outcome in finished:
                 outcomes[index] = outcome
+                turn.watch.tool_done(calls[index], outcome)
                 yield ToolFinished(outcome.name, outcome.ok, outcome.ms)
         results = [
             tool_result(call, outcome, turn.citations)

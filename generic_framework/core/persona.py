@@ -25,6 +25,7 @@ from generic_framework.core.engine import (
     TurnEngine,
 )
 from generic_framework.core.events import Done, PersonaEvent
+from generic_framework.core.observe import TurnWatch
 from generic_framework.core.reply import Reply
 from generic_framework.core.resources import Resources
 from generic_framework.core.sanitize import sanitize_history
@@ -263,22 +264,28 @@ class Persona(TurnEngine):
             yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
             return
         end: TurnEnd | None = None
-        async with self.runtime.locks.hold(conversation_id):
-            history: list[Message] = []
-            if conversation_id is not None:
-                history = await self.runtime.store.load(
-                    conversation_id, self.settings.history_turns
-                )
-            turn = self._new_turn(query, plan, history, conversation_id)
-            async with aclosing(self._loop(turn, stream)) as run:
-                async for event in run:
-                    if isinstance(event, TurnEnd):
-                        end = event
-                    else:
-                        yield event
-            if end is not None and end.store and conversation_id is not None:
-                await self.runtime.store.append_turn(conversation_id, self.name, turn.new)
+        watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
+        try:
+            async with self.runtime.locks.hold(conversation_id):
+                history: list[Message] = []
+                if conversation_id is not None:
+                    history = await self.runtime.store.load(
+                        conversation_id, self.settings.history_turns
+                    )
+                turn = self._new_turn(query, plan, history, conversation_id, watch)
+                async with aclosing(self._loop(turn, stream)) as run:
+                    async for event in run:
+                        if isinstance(event, TurnEnd):
+                            end = event
+                        else:
+                            yield event
+                if end is not None and end.store and conversation_id is not None:
+                    await self.runtime.store.append_turn(conversation_id, self.name, turn.new)
+        except BaseException as exc:
+            watch.failed(exc)
+            raise
         if end is not None:
+            watch.finished(end.reply)
             yield Done(end.reply)
 
     def _parse(self, text: str) -> tuple[str, ToolPlan]:
@@ -289,7 +296,12 @@ class Persona(TurnEngine):
         return text.strip(), self._plain_plan
 
     def _new_turn(
-        self, query: str, plan: ToolPlan, history: Sequence[Message], conversation_id: str | None
+        self,
+        query: str,
+        plan: ToolPlan,
+        history: Sequence[Message],
+        conversation_id: str | None,
+        watch: TurnWatch,
     ) -> Turn:
         # Sanitised once per turn: the history does not change between rounds, and the turn's
         # own messages are built whole by _handle_tool_calls (docs/design/0301).
@@ -303,4 +315,5 @@ class Persona(TurnEngine):
             prefix=[*self._system, *safe],
             new=[UserMessage(content=query)],
             conversation_id=conversation_id,
+            watch=watch,
         )

@@ -19,6 +19,7 @@ import httpx
 from generic_framework.config import Settings
 from generic_framework.core.locks import ConversationLocks
 from generic_framework.store.base import ConversationStore
+from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
 
@@ -35,6 +36,8 @@ class Resources:
         store: a store to borrow (never closed here); SQLite at ``settings.database_path`` is
             opened on first use otherwise.
         transport: an httpx transport for the owned client (tests, the recorder).
+        telemetry: where turns and upstream calls are recorded; new metrics (and tracing when
+            an OpenTelemetry provider is installed) when omitted.
     """
 
     def __init__(
@@ -44,9 +47,16 @@ class Resources:
         client: GLMClient | None = None,
         store: ConversationStore | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.defaults()
         self.locks = ConversationLocks()
+        if telemetry is None:
+            capture = self.settings.otel_instrumentation_genai_capture_message_content
+            telemetry = Telemetry.create(capture_content=capture)
+        self.telemetry = telemetry
+        if client is not None:
+            self.telemetry.metrics.watch(client)
         self._client = client
         self._store = store
         self._transport = transport
@@ -61,7 +71,7 @@ class Resources:
         """The GLM client (opened on first use)."""
         if self._client is None:
             self._check_open()
-            self._client = GLMClient(self.settings, transport=self._transport)
+            self._client = self._new_client()
             self._opened.append(self._client)
         return self._client
 
@@ -84,7 +94,7 @@ class Resources:
         """
         if self._client is None:
             self._check_open()
-            client = await asyncio.to_thread(GLMClient, self.settings, transport=self._transport)
+            client = await asyncio.to_thread(self._new_client)
             if self._client is None:
                 self._client = client
                 self._opened.append(client)
@@ -92,13 +102,20 @@ class Resources:
                 await client.aclose()
         return self
 
+    def _new_client(self) -> GLMClient:
+        """An owned client reporting to this runtime's metrics."""
+        metrics = self.telemetry.metrics
+        client = GLMClient(self.settings, transport=self._transport, observer=metrics)
+        metrics.watch(client)
+        return client
+
     @property
     def closed(self) -> bool:
         """True once :meth:`aclose` ran."""
         return self._closed
 
     async def aclose(self) -> None:
-        """Close what was opened here (not what was borrowed), once."""
+        """Close what was opened here (not what was borrowed), once; export buffered spans."""
         if self._closed:
             return
         self._closed = True
@@ -106,6 +123,7 @@ class Resources:
         try:
             for each in reversed(opened):
                 await each.aclose()
+            await self.telemetry.flush()
         finally:
             # Closed objects are dropped: using the runtime after this is an error, not a
             # silent reopen.

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 
 from generic_framework.core.citations import CitationBook
+from generic_framework.core.observe import TurnWatch
 from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
 from generic_framework.core.tooling import ToolPlan, call_name
 from generic_framework.wire.client import GLMClient
@@ -48,6 +49,7 @@ class Turn:
         plan: the tools this turn offers (chosen by ``//``).
         prefix: system prompt + sanitised history: the same for every round.
         conversation_id: where the turn will be stored, if anywhere.
+        watch: told about each model call and tool call (metrics, spans, the turn's log line).
 
     Produced (appended by the loop):
         new: this turn's messages, starting with the user message.
@@ -62,6 +64,7 @@ class Turn:
     prefix: list[Message]
     new: list[Message]
     conversation_id: str | None
+    watch: TurnWatch
     citations: CitationBook = field(default_factory=CitationBook)
     rounds: list[RoundState] = field(default_factory=list)
     usages: list[Usage] = field(default_factory=list)

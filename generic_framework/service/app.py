@@ -5,7 +5,8 @@ store, the per-conversation locks). The app builds it, or borrows the one it is 
 personas are bound to it, and ``/v1/conversations`` uses its store and locks.
 
 Middleware, outermost first: CORS (only when ``BOT_CORS_ORIGINS`` is set), bearer auth on
-``/v1/*`` (only when ``BOT_API_TOKEN`` is set), the body limit (``BOT_MAX_BODY``). Endpoints raise;
+``/v1/*`` and ``/metrics`` (only when ``BOT_API_TOKEN`` is set; ``/metrics`` stays open with
+``BOT_METRICS_PUBLIC=true``), the body limit (``BOT_MAX_BODY``). Endpoints raise;
 the exception handlers (:data:`~generic_framework.service.errors.EXCEPTION_HANDLERS`) answer
 every error as OpenAI-style JSON, including Starlette's own 404 and 405.
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -27,13 +27,14 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from generic_framework.config import DEFAULT_BASE_URL, Settings
+from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
 from generic_framework.runtime import Runtime
 from generic_framework.service.api import chat_completions, conversation, list_models, post_message
 from generic_framework.service.errors import EXCEPTION_HANDLERS
 from generic_framework.service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
 from generic_framework.service.openapi import openapi_document
+from generic_framework.service.readiness import UpstreamProbe, check_store
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
 from generic_framework.wire.errors import ConfigError, register_secret
 
@@ -63,30 +64,27 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-def _upstream_check(settings: Settings) -> str:
-    if settings.has_api_key:
-        return "ok"
-    if settings.base_url != DEFAULT_BASE_URL and "api.z.ai" not in settings.base_url:
-        return f"ok (no key; {settings.base_url} is taken for a mock)"
-    return "fail: OPENAI_API_KEY is not set"
-
-
-def _readiness(state: ServiceState) -> dict[str, str]:
-    data_dir = state.settings.data_dir
-    writable = data_dir.is_dir() and os.access(data_dir, os.W_OK | os.X_OK)
+async def _readiness(state: ServiceState, probe: UpstreamProbe) -> dict[str, str]:
+    """The checks of ``/readyz`` (service/readiness.py says what each one does)."""
     count = len(state.personas)
     return {
-        "store": "ok" if writable else f"fail: DATA_DIR {data_dir} is not writable",
+        "store": await check_store(state.runtime.store),
         "personas": f"ok ({count})" if count else f"fail: none in {state.runtime.personas_dir}",
-        "upstream": _upstream_check(state.settings),
+        "upstream": await probe.check(),
     }
 
 
 async def _readyz(request: Request) -> Response:
-    checks = _readiness(state_of(request))
+    checks = await _readiness(state_of(request), request.app.state.upstream_probe)
     ready = all(v.startswith("ok") for v in checks.values())
     body = {"status": "ready" if ready else "not ready", "checks": checks}
     return JSONResponse(body, status_code=200 if ready else 503)
+
+
+async def _metrics(request: Request) -> Response:
+    metrics = state_of(request).runtime.telemetry.metrics
+    body, content_type = metrics.exposition(request.headers.get("accept", ""))
+    return Response(body, headers={"Content-Type": content_type})
 
 
 async def _openapi(request: Request) -> Response:
@@ -109,7 +107,8 @@ def _middleware(settings: Settings) -> list[Middleware]:
     if settings.bot_api_token is not None:
         token = settings.bot_api_token.get_secret_value()
         register_secret(token)
-        stack.append(Middleware(BearerAuthMiddleware, token=token))
+        protected = () if settings.bot_metrics_public else ("/metrics",)
+        stack.append(Middleware(BearerAuthMiddleware, token=token, also=protected))
     stack.append(Middleware(BodyLimitMiddleware, max_body=settings.bot_max_body))
     return stack
 
@@ -119,6 +118,7 @@ def _routes() -> list[Route | Mount]:
         Route("/", _index, methods=["GET"]),
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/readyz", _readyz, methods=["GET"]),
+        Route("/metrics", _metrics, methods=["GET"]),
         Route("/openapi.json", _openapi, methods=["GET"]),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
@@ -174,6 +174,7 @@ def create_app(
     *,
     runtime: Runtime | None = None,
     personas: Mapping[str, PersonaLike] | None = None,
+    upstream_probe: UpstreamProbe | None = None,
 ) -> Starlette:
     """Build the bot service over one :class:`~generic_framework.runtime.Runtime`.
 
@@ -187,6 +188,8 @@ def create_app(
             ``runtime.store`` and serialised by ``runtime.locks``, which
             ``/v1/conversations`` reads and takes too: a given
             :class:`~generic_framework.core.persona.Persona` must be bound to that runtime.
+        upstream_probe: the upstream check of ``/readyz``; one over the runtime's settings
+            when omitted (tests pass one whose ``connect`` is a fake).
 
     Raises:
         ConfigError: a persona file or setting is invalid, or DATA_DIR cannot be created.
@@ -210,4 +213,5 @@ def create_app(
         lifespan=_lifespan(state),
     )
     app.state.service = state
+    app.state.upstream_probe = upstream_probe or UpstreamProbe(state.settings)
     return app

@@ -42,21 +42,24 @@ async def _send_error(
 
 
 class BearerAuthMiddleware:
-    """Require ``Authorization: Bearer <token>`` on every path under ``/v1``.
+    """Require ``Authorization: Bearer <token>`` on every path under ``/v1``, and on ``also``.
 
     The comparison is constant-time (:func:`hmac.compare_digest`). ``/``, ``/static``,
     ``/healthz``, ``/readyz`` and ``/openapi.json`` stay public: the page must load before it can
-    ask for the token, and probes carry no credentials. With no token configured the middleware
-    is not installed at all (the service then refuses to bind beyond loopback).
+    ask for the token, and probes carry no credentials. ``also`` names exact paths that need
+    the token too (``/metrics``, unless ``BOT_METRICS_PUBLIC``). With no token configured the
+    middleware is not installed at all (the service then refuses to bind beyond loopback).
     """
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, also: tuple[str, ...] = ()) -> None:
         self.app = app
         self._expected = f"Bearer {token}".encode()
+        self._also = frozenset(also)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope.get("path", "")
-        if scope["type"] != "http" or not (path == "/v1" or path.startswith("/v1/")):
+        guarded = path == "/v1" or path.startswith("/v1/") or path in self._also
+        if scope["type"] != "http" or not guarded:
             await self.app(scope, receive, send)
             return
         if self._authorized(scope):

@@ -90,9 +90,22 @@ def _paths() -> dict[str, Any]:
         "/healthz": {"get": _op("Liveness", {"200": _ok(HealthOut)}, public=True)},
         "/readyz": {
             "get": _op(
-                "Readiness: store writable, personas loaded, upstream configured",
+                "Readiness: the store answers a query, personas loaded, the upstream accepts "
+                "connections",
                 {"200": _ok(ReadyOut), "503": _ok(ReadyOut, "Not ready")},
                 public=True,
+            )
+        },
+        "/metrics": {
+            "get": _op(
+                "Prometheus metrics (text format); public with BOT_METRICS_PUBLIC=true",
+                {
+                    "200": {
+                        "description": "The metrics",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(401),
+                },
             )
         },
         "/v1/models": {

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import logging
+import os
 from typing import Any
 
 import uvicorn
@@ -30,6 +30,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from generic_framework.config import Settings
 from generic_framework.service.app import create_app
+from generic_framework.telemetry.logs import configure_logging
+from generic_framework.telemetry.tracing import setup_tracing
 from generic_framework.wire.errors import ConfigError
 
 __all__ = [
@@ -131,6 +133,9 @@ def uvicorn_config(
         "log_level": settings.log_level.lower(),
         "server_header": False,
     }
+    if settings.log_format == "json":
+        # No uvicorn handlers of its own: its lines reach the root logger's JSON handler.
+        options["log_config"] = None
     options.update(overrides)
     return uvicorn.Config(app, **options)
 
@@ -144,7 +149,9 @@ def run(settings: Settings, host: str | None = None, port: int | None = None) ->
         port: the port (0 picks a free one).
 
     The app builds its :class:`~generic_framework.runtime.Runtime` from ``settings`` and closes
-    it at shutdown (:func:`~generic_framework.service.create_app`).
+    it at shutdown (:func:`~generic_framework.service.create_app`). Logs go to stderr as text
+    or JSON lines (``LOG_FORMAT``); traces are exported when the ``OTEL_*`` variables ask for
+    it (:func:`~generic_framework.telemetry.tracing.setup_tracing`).
 
     Raises:
         ConfigError: binding beyond loopback without ``BOT_API_TOKEN``, or a persona file or
@@ -153,9 +160,7 @@ def run(settings: Settings, host: str | None = None, port: int | None = None) ->
     host = host if host is not None else settings.bot_host
     port = port if port is not None else settings.bot_port
     check_bind(settings, host)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
+    configure_logging(settings.log_level, settings.log_format)
+    setup_tracing(os.environ)  # the entry point: OpenTelemetry reads its own variables
     app = create_app(settings)
     uvicorn.Server(uvicorn_config(app, settings, host, port)).run()

@@ -13,6 +13,9 @@
 - **Off the event loop.** Every operation runs in a worker thread (``asyncio.to_thread``): a
   commit waits for the disk, which can take milliseconds. One connection per store, guarded by a
   thread lock, serves all threads.
+- **A damaged or unusable file is a** :class:`~generic_framework.wire.errors.ConfigError` naming
+  the file and what to do, not a bare ``sqlite3`` traceback; the connection is dropped, so the
+  next operation opens the file again once it was repaired or replaced.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ __all__ = ["MIGRATIONS", "SQLiteStore"]
 _T = TypeVar("_T")
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 _BUSY_TIMEOUT_MS = 10_000
+# Primary result codes (sqlite3.Error.sqlite_errorname, extended codes cut to these) that say the
+# file itself is the problem: damaged, not a database, or unreadable/unwritable for this process.
+_DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
+_UNUSABLE = frozenset(
+    {"SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL"}
+)
 
 
 def _m001_tables(db: sqlite3.Connection) -> None:
@@ -124,9 +133,34 @@ class SQLiteStore:
 
     def _run(self, operation: Callable[..., _T], *args: object) -> _T:
         with self._guard:
-            if self._db is None:
-                self._db = self._connect()
-            return operation(self._db, *args)
+            try:
+                if self._db is None:
+                    self._db = self._connect()
+                return operation(self._db, *args)
+            except sqlite3.DatabaseError as exc:
+                problem = self._problem(exc)
+                if problem is None:
+                    raise
+                if self._db is not None:
+                    # Dropped, so a repaired or replaced file is opened afresh next time.
+                    self._db.close()
+                    self._db = None
+                raise problem from exc
+
+    def _problem(self, exc: sqlite3.DatabaseError) -> ConfigError | None:
+        """The one-line error for a damaged or unusable file; None for anything else."""
+        name = "_".join((getattr(exc, "sqlite_errorname", "") or "").split("_")[:2])
+        if name in _DAMAGED:
+            return ConfigError(
+                f"the conversation store {str(self.path)!r} is damaged ({exc}): restore it from "
+                "a backup, or move it aside to start an empty one (see DATA_DIR)"
+            )
+        if name in _UNUSABLE:
+            return ConfigError(
+                f"cannot use the conversation store {str(self.path)!r} ({exc}); check DATA_DIR, "
+                "its permissions and free space"
+            )
+        return None
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -138,11 +172,16 @@ class SQLiteStore:
             raise ConfigError(
                 f"cannot open the conversation store {str(self.path)!r} ({exc}); check DATA_DIR"
             ) from exc
-        db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
-        db.execute("PRAGMA foreign_keys = ON")
-        _migrate(db)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            _migrate(db)
+        except BaseException:
+            # A file that is not a database fails here, after connect() succeeded.
+            db.close()
+            raise
         return db
 
     @staticmethod

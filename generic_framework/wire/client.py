@@ -16,6 +16,7 @@ import logging
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from time import perf_counter
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -28,6 +29,7 @@ from generic_framework.wire.errors import (
     APIStatusError,
     APITimeoutError,
     ContentFilterError,
+    GLMError,
     ResponseValidationError,
     ServerError,
     error_for,
@@ -52,6 +54,7 @@ from generic_framework.wire.sse import (
     read_timeout,
     replay,
 )
+from generic_framework.wire.upstream import NO_OBSERVER, Slots, UpstreamObserver, status_label
 
 __all__ = ["GLMClient"]
 
@@ -70,6 +73,8 @@ class GLMClient:
             :meth:`Settings.defaults` (not the environment) when omitted.
         http_client: an ``httpx.AsyncClient`` to borrow; it is never closed by this client.
         transport: an httpx transport for the owned client (tests, recording).
+        observer: told the outcome and duration of every HTTP exchange and every retry (the
+            runtime passes its metrics); nothing is recorded when omitted.
 
     Use it as an async context manager, or call :meth:`aclose` when done.
     """
@@ -80,6 +85,7 @@ class GLMClient:
         *,
         http_client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        observer: UpstreamObserver | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.defaults()
         s = self.settings
@@ -110,7 +116,8 @@ class GLMClient:
         self._chat_url = f"{s.base_url}/chat/completions"
         self._search_url = f"{s.base_url}/web_search"
         self._policy = RetryPolicy(max_retries=s.llm_max_retries, deadline=s.llm_retry_deadline)
-        self._slots = asyncio.Semaphore(s.llm_max_concurrency)
+        self._slots = Slots(s.llm_max_concurrency)
+        self._observer = observer if observer is not None else NO_OBSERVER
 
     def __repr__(self) -> str:
         return f"GLMClient(base_url={self.settings.base_url!r}, model={self.settings.llm_model!r})"
@@ -131,6 +138,16 @@ class GLMClient:
         if self._owns_http:
             await self._http.aclose()
 
+    @property
+    def in_flight(self) -> int:
+        """Calls holding one of the ``LLM_MAX_CONCURRENCY`` slots now."""
+        return self._slots.in_flight
+
+    @property
+    def queued(self) -> int:
+        """Calls waiting for a slot now."""
+        return self._slots.queued
+
     # ------------------------------------------------------------------ public API
 
     async def chat(self, request: ChatRequest) -> ChatCompletion:
@@ -145,13 +162,11 @@ class GLMClient:
         _log_payload("chat request", body)
 
         async def attempt() -> ChatCompletion:
-            async with self._slots:
-                response = await self._send(self._chat_url, body)
-            completion = _parse_model(response, ChatCompletion)
+            completion = await self._exchange("chat", self._chat_url, body, ChatCompletion)
             _check_finish(completion.finish_reason, completion.id)
             return completion
 
-        return await self._policy.call(attempt)
+        return await self._policy.call(attempt, on_retry=self._retried("chat"))
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream a completion: text and reasoning deltas, then one :class:`StreamCompleted`.
@@ -163,7 +178,9 @@ class GLMClient:
         _log_payload("stream request", body)
         # Each attempt takes a concurrency slot (no slot is held while waiting to retry); the
         # successful one keeps it until the stream is finished or abandoned.
-        response, events = await self._policy.call(lambda: self._open_stream(body))
+        response, events, started = await self._policy.call(
+            lambda: self._open_stream(body), on_retry=self._retried("chat_stream")
+        )
         try:
             assembler = StreamAssembler()
             async for data in events:
@@ -183,6 +200,7 @@ class GLMClient:
                 await response.aclose()
             finally:
                 self._slots.release()
+                self._observer.upstream_duration("chat_stream", perf_counter() - started)
 
     async def web_search(
         self,
@@ -205,13 +223,39 @@ class GLMClient:
         body = json.dumps(payload, ensure_ascii=False).encode()
 
         async def attempt() -> WebSearchResponse:
-            async with self._slots:
-                response = await self._send(self._search_url, body)
-            return _parse_model(response, WebSearchResponse)
+            return await self._exchange("web_search", self._search_url, body, WebSearchResponse)
 
-        return await self._policy.call(attempt)
+        return await self._policy.call(attempt, on_retry=self._retried("web_search"))
 
     # ------------------------------------------------------------------ transport
+
+    async def _exchange(self, endpoint: str, url: str, body: bytes, model: type[_M]) -> _M:
+        """One attempt: a slot, the POST, the parsed body; its outcome goes to the observer."""
+        async with self._slots:
+            started = perf_counter()
+            try:
+                response = await self._send(url, body)
+            except GLMError as exc:
+                self._failed(endpoint, exc, perf_counter() - started)
+                raise
+        seconds = perf_counter() - started
+        try:
+            result = _parse_model(response, model)
+        except GLMError as exc:
+            self._failed(endpoint, exc, seconds)
+            raise
+        self._observer.upstream_response(endpoint, "200", "")
+        self._observer.upstream_duration(endpoint, seconds)
+        return result
+
+    def _failed(self, endpoint: str, exc: GLMError, seconds: float | None) -> None:
+        self._observer.upstream_response(endpoint, status_label(exc), exc.code or "")
+        if seconds is not None:
+            self._observer.upstream_duration(endpoint, seconds)
+
+    def _retried(self, endpoint: str) -> Callable[[BaseException], None]:
+        observer = self._observer
+        return lambda exc: observer.upstream_retry(endpoint, type(exc).__name__)
 
     async def _send(self, url: str, body: bytes) -> httpx.Response:
         """POST once and read the whole body; failures become typed errors."""
@@ -221,14 +265,22 @@ class GLMClient:
             raise _status_error(response.status_code, response.headers, response.content)
         return response
 
-    async def _open_stream(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
-        """Take a slot and open the stream; on failure give the slot back."""
+    async def _open_stream(
+        self, body: bytes
+    ) -> tuple[httpx.Response, AsyncGenerator[str, None], float]:
+        """Take a slot and open the stream (and say when); on failure give the slot back."""
         await self._slots.acquire()
+        started = perf_counter()
         try:
-            return await self._first_event(body)
-        except BaseException:
+            opened = await self._first_event(body)
+        except BaseException as exc:
             self._slots.release()
+            if isinstance(exc, GLMError):
+                self._failed("chat_stream", exc, perf_counter() - started)
             raise
+        # Counted once the first event is in; its duration when the stream ends (chat_stream).
+        self._observer.upstream_response("chat_stream", "200", "")
+        return (*opened, started)
 
     async def _first_event(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
         """Open the stream and read up to its first event, so failures before it are retried."""

@@ -151,10 +151,16 @@ class RetryPolicy:
         ceiling = min(self.maximum, self.initial * 2 ** (retry_state.attempt_number - 1))
         return random.uniform(ceiling / 2, ceiling)  # noqa: S311 - jitter, not cryptography
 
-    async def call(self, fn: Callable[[], Awaitable[_T]]) -> _T:
+    async def call(
+        self,
+        fn: Callable[[], Awaitable[_T]],
+        *,
+        on_retry: Callable[[BaseException], None] | None = None,
+    ) -> _T:
         """Run ``fn`` until it succeeds, raises a non-retryable error, or the policy gives up.
 
         The last error is re-raised unchanged, so callers always see a typed error.
+        ``on_retry`` is told each error that is about to be retried (the client's metrics).
         """
         started = time.monotonic()
         try:
@@ -178,7 +184,7 @@ class RetryPolicy:
             | _stop_after_deadline(self.deadline, started),
             wait=self.wait_for,
             sleep=_sleep_hook,
-            before_sleep=_log_retry,
+            before_sleep=_log_retry if on_retry is None else _reported(on_retry),
             reraise=True,
         )
         return await retrying(attempt)
@@ -186,6 +192,18 @@ class RetryPolicy:
 
 async def _sleep_hook(seconds: float) -> None:
     await sleep(seconds)
+
+
+def _reported(on_retry: Callable[[BaseException], None]) -> Callable[[RetryCallState], None]:
+    """:func:`_log_retry`, then ``on_retry`` with the error."""
+
+    def report(retry_state: RetryCallState) -> None:
+        _log_retry(retry_state)
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        if exc is not None:
+            on_retry(exc)
+
+    return report
 
 
 def _log_retry(retry_state: RetryCallState) -> None:

@@ -115,6 +115,12 @@ def test_the_cycle_finder_finds_a_deferred_circle() -> None:
         ("generic_framework.mock", ("core", "service", "cli", "recording", "runtime")),
         ("generic_framework.store", ("core", "service", "cli", "mock", "recording", "runtime")),
         ("generic_framework.core", ("service", "cli", "mock", "recording", "runtime")),
+        # Telemetry is reported to from every layer, so it sits below all of them (it may use
+        # the redaction helper of wire/errors.py only: see the next test).
+        (
+            "generic_framework.telemetry",
+            ("core", "service", "cli", "mock", "recording", "runtime", "store", "tools"),
+        ),
     ],
 )
 def test_lower_layers_do_not_import_higher_ones(layer: str, forbidden: tuple[str, ...]) -> None:
@@ -127,6 +133,30 @@ def test_lower_layers_do_not_import_higher_ones(layer: str, forbidden: tuple[str
         if any(target.startswith(f"{ROOT}.{name}") for name in forbidden)
     }
     assert bad == set()
+
+
+def test_telemetry_uses_only_the_redaction_helper_of_the_wire_layer() -> None:
+    graph = import_graph()
+    wire = {
+        target
+        for module, targets in graph.items()
+        if module.startswith("generic_framework.telemetry")
+        for target in targets
+        if target.startswith("generic_framework.wire")
+    }
+    assert wire <= {"generic_framework.wire.errors"}
+
+
+def test_the_wire_layer_reports_to_telemetry_through_a_protocol_only() -> None:
+    # The client knows an observer protocol, not Prometheus: wire imports nothing of telemetry.
+    graph = import_graph()
+    assert not {
+        (module, target)
+        for module, targets in graph.items()
+        if module.startswith("generic_framework.wire")
+        for target in targets
+        if target.startswith("generic_framework.telemetry")
+    }
 
 
 def _functions() -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:

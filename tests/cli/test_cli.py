@@ -129,6 +129,20 @@ def test_unreachable_endpoint(env: dict[str, str]) -> None:
     assert "could not reach http://127.0.0.1:9/api/paas/v4" in result.stderr
 
 
+def test_a_damaged_database_is_one_error_line(env: dict[str, str], tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "conversations.sqlite3").write_bytes(b"not a database at all " * 100)
+    result = run(["chat", "What is the capital of Canada?"], env)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert "conversations.sqlite3" in errors[0] and "is damaged" in errors[0]
+    assert len(result.stderr.splitlines()) <= 2  # the offline notice, then the error
+    assert result.stdout == ""
+
+
 def test_usage_errors_exit_2(env: dict[str, str]) -> None:
     bad_setting = run(["chat", "hi"], {**env, "LLM_TEMPERATURE": "2"})
     assert bad_setting.returncode == 2

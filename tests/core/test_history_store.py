@@ -143,6 +143,34 @@ async def test_unusable_path_is_a_config_error(tmp_path: Path) -> None:
         await store.load("c", 1)
 
 
+async def test_a_file_that_is_not_a_database_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    path.write_bytes(b"these bytes are not a database " * 200)
+    store = SQLiteStore(path)
+    with pytest.raises(ConfigError, match=r"is damaged \(file is not a database\)") as caught:
+        await store.load("c", 5)
+    assert str(path) in str(caught.value)
+    # Moved aside by the operator: the same store object opens a fresh file.
+    path.rename(tmp_path / "broken.sqlite3")
+    assert await store.append_turn("c", "p", turn(1)) == 1
+    await store.aclose()
+
+
+async def test_a_damaged_page_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    store = SQLiteStore(path)
+    for n in range(60):
+        await store.append_turn(f"c{n % 3}", "p", turn(n, with_tool=True))
+    await store.aclose()
+    data = bytearray(path.read_bytes())
+    assert len(data) > 6 * 4096
+    data[3 * 4096 : 6 * 4096] = b"\xff" * (3 * 4096)  # pages in the middle of the tables
+    path.write_bytes(bytes(data))
+    with pytest.raises(ConfigError, match=r"is damaged \(database disk image is malformed\)"):
+        await store.load("c0", 100)
+    await store.aclose()
+
+
 async def test_history_survives_a_new_persona_on_the_same_data_dir(
     tmp_path: Path, script: MakeScript, client_for: MakeClient
 ) -> None:

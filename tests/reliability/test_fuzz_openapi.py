@@ -19,6 +19,7 @@ from service_fakes import TOKEN, FakePersona
 from generic_framework.config import Settings
 from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
+from generic_framework.service.readiness import UpstreamProbe
 from generic_framework.store import SQLiteStore
 
 pytestmark = pytest.mark.slow
@@ -35,9 +36,16 @@ _STORE = SQLiteStore(_DATA / "conversations.sqlite3")
 _SETTINGS = Settings.defaults(
     api_key="fuzz-key", bot_api_token=TOKEN, data_dir=_DATA, bot_max_message_chars=2000
 )
+
+
+async def _reachable(host: str, port: int, seconds: float) -> None:
+    """Every upstream is reachable: /readyz must not look up the real endpoint's name."""
+
+
 APP = create_app(
     runtime=Runtime(_SETTINGS, store=_STORE),
     personas={"scout": FakePersona(), "helper": FakePersona("helper")},
+    upstream_probe=UpstreamProbe(_SETTINGS, connect=_reachable),
 )
 # 413 (body over BOT_MAX_BODY) is a rejection too: large generated bodies are refused before
 # validation, which is the point of the limit.

@@ -3,8 +3,10 @@
 A recognisable fake key in Z.AI's shape goes through recording (in this process, against a fake
 upstream that echoes the key in headers, bodies and error messages), replay, the CLI's error
 paths, and the service at ``LOG_LEVEL=DEBUG`` in front of a mock whose error messages contain
-the key. Then every file written (fixtures, logs, SQLite with its WAL), every stdout and stderr,
-every HTTP body and every log record is searched for the key and for each of its two halves.
+the key: once with text logs, once with ``LOG_FORMAT=json``, ``/metrics`` and OpenTelemetry
+spans (console exporter, prompts and completions captured). Then every file written (fixtures,
+logs, SQLite with its WAL), every stdout and stderr, every HTTP body and every log record is
+searched for the key and for each of its two halves.
 """
 
 from __future__ import annotations
@@ -197,6 +199,37 @@ def test_service_errors_and_debug_log_hold_no_key(tmp_path: Path) -> None:
     assert any(b"upstream_auth_failed" in body for body in bodies)
     assert any(b"upstream_error" in body for body in bodies)
     assert (outputs / "bot.log").stat().st_size > 0
+    assert [leaks(body) for body in bodies if leaks(body)] == []
+    assert scan_tree(outputs) == {}
+
+
+def test_json_logs_metrics_and_traces_hold_no_key(tmp_path: Path) -> None:
+    fixtures = mock_fixtures(tmp_path / "inputs")
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    args = ["mock", "--fixtures", str(fixtures), "--host", "127.0.0.1", "--port", "0"]
+    bodies: list[bytes] = []
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    telemetry = {"LOG_FORMAT": "json", "LOG_LEVEL": "DEBUG", "OTEL_TRACES_EXPORTER": "console",
+                 "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}  # fmt: skip
+    with Process(args, outputs / "mock.log", base_env(outputs), outputs) as mock:
+        bot = bot_process(outputs, mock, OPENAI_API_KEY=FAKE_KEY, LLM_MAX_RETRIES="1",
+                          **telemetry)  # fmt: skip
+        with bot:
+            for text, stream in (("refuse me", False), ("break me", True), ("say hi", False)):
+                body = {"model": "scout", "stream": stream,
+                        "messages": [{"role": "user", "content": text}]}  # fmt: skip
+                url = f"{bot.url}/v1/chat/completions"
+                bodies.append(httpx.post(url, json=body, headers=auth, timeout=30).content)
+            for path in ("/metrics", "/readyz"):
+                bodies.append(httpx.get(f"{bot.url}{path}", headers=auth).content)
+    log = (outputs / "bot.log").read_text(encoding="utf-8")
+    records = [json.loads(line) for line in log.splitlines() if line.startswith('{"time": ')]
+    turns = [r for r in records if r.get("event") == "turn"]
+    assert {r["outcome"] for r in turns} == {"error", "completed"}
+    assert all(r["turn_id"] and r["persona"] == "scout" for r in turns)
+    assert '"gen_ai.input.messages"' in log  # the spans were written, with their content
+    assert b"generic_framework_upstream_requests_total" in bodies[-2]
     assert [leaks(body) for body in bodies if leaks(body)] == []
     assert scan_tree(outputs) == {}
 

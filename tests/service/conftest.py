@@ -13,8 +13,13 @@ from service_fakes import FakePersona
 from generic_framework.config import Settings
 from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
+from generic_framework.service.readiness import UpstreamProbe
 from generic_framework.store import SQLiteStore
 from generic_framework.wire.retry import set_testing
+
+
+async def reachable(host: str, port: int, seconds: float) -> None:
+    """A ``connect`` for :class:`UpstreamProbe` that finds every upstream reachable (offline)."""
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -64,7 +69,8 @@ def client_for(
     ) -> httpx.AsyncClient:
         runtime = Runtime(settings_for(**values), store=store)
         chosen = personas if personas is not None else {"scout": FakePersona()}
-        app = create_app(runtime=runtime, personas=chosen)
+        probe = UpstreamProbe(runtime.settings, connect=reachable)
+        app = create_app(runtime=runtime, personas=chosen, upstream_probe=probe)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
         return httpx.AsyncClient(transport=transport, base_url="http://bot", headers=headers)

@@ -35,10 +35,12 @@ async def test_document_covers_the_api(client_for: Client) -> None:
         ("/v1/conversations/{conversation_id}", "delete"),
         ("/healthz", "get"),
         ("/readyz", "get"),
+        ("/metrics", "get"),
     } == {(path, method) for path, ops in doc["paths"].items() for method in ops}
     for path, ops in doc["paths"].items():
+        guarded = path.startswith("/v1") or path == "/metrics"
         for op in ops.values():
-            assert op["security"] == ([] if not path.startswith("/v1") else [{"bearer": []}])
+            assert op["security"] == ([{"bearer": []}] if guarded else [])
 
 
 async def test_every_reference_resolves(client_for: Client) -> None:

@@ -1,0 +1,86 @@
+"""Log output: plain text lines, or one JSON object per line (``LOG_FORMAT=json``).
+
+:class:`JsonFormatter` writes ``time``, ``level``, ``logger`` and ``message``, then every field
+a log call passed in ``extra`` (the turn's line carries ``turn_id``, ``persona``, the hashed
+``conversation``, ``request_id``, ``outcome``, token counts...). Messages, string fields and
+tracebacks go through :func:`~generic_framework.wire.errors.redact` once more, so a key that
+slipped into a message is still not written.
+
+:func:`configure_logging` is for the entry points (``generic-framework serve``): the library
+itself never installs a handler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from generic_framework.wire.errors import redact
+
+__all__ = ["TEXT_FORMAT", "JsonFormatter", "configure_logging", "conversation_hash"]
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+"""The line format of ``LOG_FORMAT=text``."""
+
+# The attributes every LogRecord has; anything else on a record came from ``extra``.
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "taskName",
+    "color_message",  # uvicorn's coloured copy of the message
+}
+
+
+def conversation_hash(conversation_id: str | None) -> str | None:
+    """A short stable pseudonym of a conversation id, for logs and traces.
+
+    The same id always gives the same 16 hex digits, so one conversation's lines can be found
+    together, but the id itself (often a user or chat id) is never written. It is a pseudonym,
+    not a secret: a guessable id can be confirmed by hashing the guess.
+    """
+    if conversation_id is None:
+        return None
+    return hashlib.blake2b(conversation_id.encode(), digest_size=8).hexdigest()
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record, on one line (see the module's docstring)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as a JSON line."""
+        when = datetime.fromtimestamp(record.created, UTC)
+        data: dict[str, Any] = {
+            "time": when.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": redact(record.getMessage()),
+        }
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                data[key] = redact(value) if isinstance(value, str) else value
+        if record.exc_info:
+            data["exception"] = redact(self.formatException(record.exc_info))
+        if record.stack_info:
+            data["stack"] = redact(self.formatStack(record.stack_info))
+        return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str, log_format: Literal["text", "json"]) -> None:
+    """Send every log record at ``level`` or above to stderr, as text lines or JSON lines.
+
+    A process whose root logger already has handlers (configured by the application that
+    embeds the service) is left alone.
+    """
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+    )
+    root.addHandler(handler)
+    root.setLevel(level)

@@ -1,0 +1,112 @@
+"""What the client reports about its upstream calls, and the slots that cap them.
+
+:class:`UpstreamObserver` is what :class:`~generic_framework.wire.client.GLMClient` tells about
+every HTTP exchange and retry (the runtime's Prometheus metrics implement it); the wire layer
+itself knows nothing of Prometheus. :class:`Slots` is the ``LLM_MAX_CONCURRENCY`` semaphore with
+two plain counters beside it, so the metrics can show calls in flight and queued without any
+work on the hot path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+from typing import Protocol
+
+from generic_framework.wire.errors import (
+    APIConnectionError,
+    APITimeoutError,
+    GLMError,
+    ResponseValidationError,
+)
+
+__all__ = ["NO_OBSERVER", "Slots", "UpstreamObserver", "status_label"]
+
+
+class UpstreamObserver(Protocol):
+    """Receives the outcome of every upstream HTTP exchange (one per attempt)."""
+
+    def upstream_response(self, endpoint: str, status: str, code: str) -> None:
+        """An exchange ended: HTTP ``status`` (or a failure word) and business ``code``."""
+        ...
+
+    def upstream_duration(self, endpoint: str, seconds: float) -> None:
+        """How long the exchange held its slot."""
+        ...
+
+    def upstream_retry(self, endpoint: str, reason: str) -> None:
+        """A failed attempt is retried; ``reason`` is the error's class name."""
+        ...
+
+
+class _Nobody:
+    """The observer of a client given none: every report is dropped."""
+
+    def upstream_response(self, endpoint: str, status: str, code: str) -> None:
+        """Dropped."""
+
+    def upstream_duration(self, endpoint: str, seconds: float) -> None:
+        """Dropped."""
+
+    def upstream_retry(self, endpoint: str, reason: str) -> None:
+        """Dropped."""
+
+
+NO_OBSERVER: UpstreamObserver = _Nobody()
+"""An observer that records nothing."""
+
+
+def status_label(exc: GLMError) -> str:
+    """The status of a failed exchange: the HTTP status, or what happened instead of one."""
+    if exc.status_code is not None:
+        return str(exc.status_code)
+    if isinstance(exc, APITimeoutError):
+        return "timeout"
+    if isinstance(exc, APIConnectionError):
+        return "connection_error"
+    if isinstance(exc, ResponseValidationError):
+        return "invalid_response"
+    return "error"
+
+
+class Slots:
+    """``limit`` concurrent upstream calls; the rest wait in FIFO order.
+
+    :attr:`in_flight` and :attr:`queued` are plain counters kept beside the semaphore, read
+    when the metrics are scraped.
+    """
+
+    __slots__ = ("_semaphore", "in_flight", "queued")
+
+    def __init__(self, limit: int) -> None:
+        self._semaphore = asyncio.Semaphore(limit)
+        self.in_flight = 0
+        self.queued = 0
+
+    async def acquire(self) -> None:
+        """Take a slot, waiting in line when none is free."""
+        if self._semaphore.locked():
+            self.queued += 1
+            try:
+                await self._semaphore.acquire()
+            finally:
+                self.queued -= 1
+        else:
+            await self._semaphore.acquire()
+        self.in_flight += 1
+
+    def release(self) -> None:
+        """Give the slot back."""
+        self.in_flight -= 1
+        self._semaphore.release()
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
