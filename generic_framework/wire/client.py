@@ -113,7 +113,8 @@ class GLMClient:
         self._slots = asyncio.Semaphore(s.llm_max_concurrency)
 
     def __repr__(self) -> str:
-        return f"GLMClient(base_url={self.settings.base_url!r}, model={self.settings.llm_model!r})"
+        base_url = redact(self.settings.base_url)
+        return f"GLMClient(base_url={base_url!r}, model={self.settings.llm_model!r})"
 
     async def __aenter__(self) -> Self:
         return self
