@@ -131,7 +131,10 @@ async def test_conversation_id_extension_uses_server_history(client_for: Client)
             404,
             "model_not_found",
         ),
-        (ask(conversation_id="../etc/passwd"), 400, "string_pattern_mismatch"),
+        (ask(conversation_id="../etc/passwd"), 400, "invalid_conversation_id"),
+        (ask(conversation_id="x" * 129), 400, "invalid_conversation_id"),
+        ({**ask("hi"), "stream": "yes"}, 400, "bool_type"),
+        ({**ask("hi"), "stream": 1}, 400, "bool_type"),
         (
             {"model": "scout", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
             400,
