@@ -103,6 +103,7 @@ def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
         ('system_prompt = "x"\ntemperature = "warm"', "temperature: must be a number"),
         ('system_prompt = "x"\nmodel = ""', "model: must be 1-128 printable ASCII"),
         ('system_prompt = "x"\nmodel = "glm 4"', "model: must be 1-128 printable ASCII"),
+        ('system_prompt = "x"\ntools = ' + "[" * 3000 + "]" * 3000, "nested too deeply"),
         ('system_prompt = "x', "not valid TOML"),
     ],
 )
