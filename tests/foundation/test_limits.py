@@ -1,4 +1,4 @@
-"""The shared value rules: each accepts and refuses what it says, and every edge uses the same one."""
+"""The shared value rules: each accepts and refuses what it says; every edge uses the same one."""
 
 from __future__ import annotations
 
