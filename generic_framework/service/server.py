@@ -29,6 +29,8 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from generic_framework.config import Settings
+from generic_framework.limits import check_bind_host
+from generic_framework.listening import listen, serve
 from generic_framework.service.app import create_app
 from generic_framework.wire.errors import ConfigError
 
@@ -147,15 +149,30 @@ def run(settings: Settings, host: str | None = None, port: int | None = None) ->
     it at shutdown (:func:`~generic_framework.service.create_app`).
 
     Raises:
-        ConfigError: binding beyond loopback without ``BOT_API_TOKEN``, or a persona file or
-            setting is invalid.
+        ConfigError: the host is invalid, binding beyond loopback without ``BOT_API_TOKEN``,
+            the address cannot be bound (:func:`~generic_framework.listening.listen`), or a
+            persona file or setting is invalid.
     """
-    host = host if host is not None else settings.bot_host
+    host = _checked_host(host if host is not None else settings.bot_host)
     port = port if port is not None else settings.bot_port
     check_bind(settings, host)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(
-            level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
-    app = create_app(settings)
-    uvicorn.Server(uvicorn_config(app, settings, host, port)).run()
+    sockets = listen(host, port)  # a taken port fails here, before the app is built
+    try:
+        if not logging.getLogger().handlers:
+            logging.basicConfig(
+                level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+            )
+        app = create_app(settings)
+        config = uvicorn_config(app, settings, host, port)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    serve(config, sockets)
+
+
+def _checked_host(host: str) -> str:
+    try:
+        return check_bind_host(host)
+    except ValueError as exc:
+        raise ConfigError(f"BOT_HOST {exc} (got {host!r})") from None
