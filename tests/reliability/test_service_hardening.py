@@ -335,5 +335,8 @@ def test_the_cli_refuses_a_persona_name_that_is_a_path(tmp_path: Path) -> None:
             timeout=60,
         )
         assert done.returncode == 2
-        assert b"unknown persona" in done.stderr
+        # Refused by the persona-name rule itself, before any file is looked at.
+        assert done.stderr.startswith(b"error: invalid value for '--persona'"), done.stderr
+        assert b"a persona name must be" in done.stderr
+        assert done.stderr.count(b"\n") == 1
     assert os.listdir(tmp_path) == [] or all(p.name != "scout" for p in tmp_path.iterdir())
