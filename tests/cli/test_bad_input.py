@@ -67,12 +67,16 @@ def calls(server: MockServer) -> int:
 # ------------------------------------------------------------------------------ invalid UTF-8
 
 
-@pytest.mark.parametrize("lang", ["C.UTF-8", "C"])
+@pytest.mark.parametrize(
+    "locale", [{"PYTHONIOENCODING": "utf-8:strict"}, {"LANG": "C", "LC_ALL": "C"}]
+)
 def test_a_line_of_invalid_utf8_is_refused_and_the_session_goes_on(
-    env: dict[str, str], lang: str
+    env: dict[str, str], locale: dict[str, str]
 ) -> None:
-    # In a UTF-8 locale stdin is strict, in the C locale it escapes: both must end the same way.
-    env = {**env, "LANG": lang, "LC_ALL": lang}
+    # Python decodes stdin strictly in a UTF-8 locale such as en_US.UTF-8 (what
+    # PYTHONIOENCODING=utf-8:strict reproduces) and escapes bad bytes in the C locale: both
+    # must end the same way.
+    env = {**env, **locale}
     stdin = f"{CANADA}\n\xff\xfe bad\n{CANADA}\n".encode("latin-1")
     done = run(["chat"], env, stdin=stdin)
     assert done.returncode == 0, done.stderr
