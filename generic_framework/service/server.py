@@ -18,6 +18,8 @@ Limits, and why:
   where excess calls wait in a queue.
 - On SIGTERM, running requests get :data:`GRACEFUL_SHUTDOWN` seconds (under Docker's default
   10 s stop timeout) to finish.
+- uvicorn's log records (the access log quotes request paths) go through
+  :func:`~generic_framework.wire.errors.redact`, like every other log line.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from generic_framework.limits import check_bind_host
 from generic_framework.listening import listen, serve
 from generic_framework.service.app import create_app
 from generic_framework.service.errors import error_body
-from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.errors import ConfigError, redact
 
 __all__ = [
     "GRACEFUL_SHUTDOWN",
@@ -201,7 +203,23 @@ def uvicorn_config(
         "server_header": False,
     }
     options.update(overrides)
-    return uvicorn.Config(app, **options)
+    config = uvicorn.Config(app, **options)  # configures uvicorn's loggers
+    for name in ("uvicorn.access", "uvicorn.error"):
+        if not any(isinstance(f, _RedactingFilter) for f in logging.getLogger(name).filters):
+            logging.getLogger(name).addFilter(_RedactingFilter())
+    return config
+
+
+class _RedactingFilter(logging.Filter):
+    """Redacts uvicorn's log records: the access log repeats every request path, which a
+    client may have put a key in (``/v1/conversations/<key>``, ``?api_key=...``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        return True
 
 
 def run(settings: Settings, host: str | None = None, port: int | None = None) -> None:
