@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -161,10 +162,17 @@ _IDS = st.one_of(
 )
 
 
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteStore]:
+    store = SQLiteStore(tmp_path_factory.mktemp("store") / "c.sqlite3")
+    yield store
+    store.close()
+
+
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(conversation_id=_IDS)
 def test_the_store_the_service_and_the_rule_refuse_the_same_ids(
-    conversation_id: str, tmp_path_factory: pytest.TempPathFactory
+    conversation_id: str, shared_store: SQLiteStore
 ) -> None:
     expected = refuses(check_conversation_id, conversation_id)
     body = {"model": "scout", "messages": [{"role": "user", "content": "hi"}]}
@@ -173,14 +181,11 @@ def test_the_store_the_service_and_the_rule_refuse_the_same_ids(
         service_refuses = False
     except ValidationError:
         service_refuses = True
-    store = SQLiteStore(tmp_path_factory.mktemp("store") / "c.sqlite3")
     try:
-        asyncio.run(store.append_turn(conversation_id, "p", [UserMessage(content="hi")]))
+        asyncio.run(shared_store.append_turn(conversation_id, "p", [UserMessage(content="hi")]))
         store_refuses = False
     except ValueError:
         store_refuses = True
-    finally:
-        store.close()
     assert service_refuses == store_refuses == expected
 
 
