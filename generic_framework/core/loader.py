@@ -79,7 +79,10 @@ def load_specs(directory: str | Path) -> dict[str, PersonaSpec]:
     """
     directory = Path(directory)
     if not directory.is_dir():
-        raise ConfigError(f"personas directory {str(directory)!r} does not exist (PERSONAS_DIR)")
+        raise ConfigError(
+            f"personas directory {str(directory)!r} does not exist: create it, or set "
+            "PERSONAS_DIR to a folder of persona .toml files"
+        )
     specs: dict[str, PersonaSpec] = {}
     origin: dict[str, Path] = {}
     for path in sorted(directory.glob("*.toml")):
