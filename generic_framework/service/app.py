@@ -35,7 +35,7 @@ from generic_framework.service.errors import EXCEPTION_HANDLERS
 from generic_framework.service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
 from generic_framework.service.openapi import openapi_document
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
-from generic_framework.wire.errors import ConfigError, register_secret
+from generic_framework.wire.errors import ConfigError, redact, register_secret
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -67,7 +67,7 @@ def _upstream_check(settings: Settings) -> str:
     if settings.has_api_key:
         return "ok"
     if settings.base_url != DEFAULT_BASE_URL and "api.z.ai" not in settings.base_url:
-        return f"ok (no key; {settings.base_url} is taken for a mock)"
+        return f"ok (no key; {redact(settings.base_url)} is taken for a mock)"
     return "fail: OPENAI_API_KEY is not set"
 
 
@@ -199,7 +199,8 @@ def create_app(
     state = ServiceState(runtime=runtime, personas=_served(runtime, personas), owns_runtime=owns)
     if not state.settings.has_api_key:
         logger.warning(
-            "OPENAI_API_KEY is not set: calls go to %s without a key", state.settings.base_url
+            "OPENAI_API_KEY is not set: calls go to %s without a key",
+            redact(state.settings.base_url),
         )
     app = Starlette(
         routes=_routes(),
