@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 EXAMPLES = 60
-"""About 35 s: each example is one CLI process (0.2-1 s; 4 s when a server starts)."""
+"""20-40 s: each example is one CLI process (0.2-1 s; 4 s when a server starts)."""
 
 REPO = Path(__file__).resolve().parents[2]
 SERVING_SECONDS = 4.0

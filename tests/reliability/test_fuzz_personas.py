@@ -26,8 +26,8 @@ from generic_framework.config import Settings
 from generic_framework.core.loader import load_persona
 from generic_framework.wire.errors import ConfigError
 
-EXAMPLES = 400
-"""About 5 s."""
+EXAMPLES = 500
+"""About 3 s."""
 
 KEYS = [
     "name",

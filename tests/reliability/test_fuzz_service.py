@@ -32,8 +32,8 @@ from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 from generic_framework.store import SQLiteStore
 
-EXAMPLES = 300
-"""About 5 s: each example is one in-process request."""
+EXAMPLES = 500
+"""About 3 s: each example is one in-process request."""
 
 
 class CheckingPersona(FakePersona):
