@@ -208,5 +208,8 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=_lifespan(state),
     )
+    # No redirect from "/v1/conversations/0%2F" to ".../0": a 307 that keeps the method would
+    # send a DELETE to another conversation than the one named. Unknown paths are a JSON 404.
+    app.router.redirect_slashes = False
     app.state.service = state
     return app

@@ -160,6 +160,17 @@ async def test_malformed_json_is_400(client_for: Client) -> None:
     assert response.json()["error"]["code"] == "json_invalid"
 
 
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+async def test_an_encoded_slash_is_not_redirected_to_another_conversation(
+    client_for: Client, method: str
+) -> None:
+    async with client_for() as client:
+        response = await client.request(method, "/v1/conversations/c1%2F")
+    # Starlette used to answer 307 to /v1/conversations/c1: a DELETE there is another delete.
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+
+
 async def test_unknown_route_and_method_are_json(client_for: Client) -> None:
     async with client_for() as client:
         missing = await client.get("/v1/nothing")
