@@ -1,6 +1,6 @@
 """Property: no request body, path or header makes the service fail; every refusal is a 4xx.
 
-Hypothesis sends generated requests to the app in-process (Starlette's test client, which
+Hypothesis sends generated requests to the app in-process (httpx's ASGI transport, which
 raises any exception the app lets escape): valid bodies with one value replaced, dropped or
 added, arbitrary JSON, arbitrary bytes; conversation ids of any text in the path; arbitrary
 header values. The personas apply the library's own edge checks (the text and the
@@ -13,21 +13,23 @@ A failure prints the request hypothesis found (method, path, headers, body).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.parse
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 from service_fakes import TOKEN, FakePersona
-from starlette.testclient import TestClient
+from starlette.applications import Starlette
 
 from generic_framework.config import Settings
 from generic_framework.core.events import PersonaEvent
-from generic_framework.limits import check_conversation_id, check_text
+from generic_framework.limits import CONVERSATION_ID_PATTERN, check_conversation_id, check_text
 from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 from generic_framework.store import SQLiteStore
@@ -49,7 +51,7 @@ class CheckingPersona(FakePersona):
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Starlette]:
     data = tmp_path_factory.mktemp("fuzz-service")
     store = SQLiteStore(Path(data) / "conversations.sqlite3")
     app_settings = Settings.defaults(
@@ -60,10 +62,21 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
         bot_max_message_chars=500,
     )
     personas = {"scout": CheckingPersona(), "helper": CheckingPersona("helper")}
-    app = create_app(runtime=Runtime(app_settings, store=store), personas=personas)
-    with TestClient(app, raise_server_exceptions=True) as test_client:
-        yield test_client
+    yield create_app(runtime=Runtime(app_settings, store=store), personas=personas)
     store.close()
+
+
+def send(
+    app: Starlette, method: str, path: str, headers: dict[str, bytes], body: bytes
+) -> httpx.Response:
+    """One request to ``app`` in-process; an exception the app lets escape is raised here."""
+
+    async def request() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bot") as client:
+            return await client.request(method, path, headers=headers, content=body)
+
+    return asyncio.run(request())
 
 
 # ------------------------------------------------------------------------------ strategies
@@ -116,7 +129,8 @@ def mutated(draw: st.DrawFn, valid: dict[str, Any]) -> bytes:
     if draw(st.integers(0, 9)) == 0:
         return draw(st.one_of(JSON.map(json.dumps).map(str.encode), st.binary(max_size=200)))
     body = dict(valid)
-    for key in draw(st.lists(st.sampled_from([*valid, "extra"]), min_size=1, max_size=2)):
+    keys = st.sampled_from([*valid, "extra"])
+    for key in draw(st.lists(keys, min_size=1, max_size=draw(st.sampled_from([1, 1, 2])))):
         if draw(st.integers(0, 5)) == 0:
             body.pop(key, None)
         else:
@@ -125,6 +139,7 @@ def mutated(draw: st.DrawFn, valid: dict[str, Any]) -> bytes:
 
 
 PATH_IDS = st.one_of(
+    st.from_regex(CONVERSATION_ID_PATTERN, fullmatch=True),
     st.sampled_from(["c1", "..", "a.b", "x" * 129, "a%2Fb", "%00", "%ff"]),
     st.text(min_size=1, max_size=20).map(lambda t: urllib.parse.quote(t, safe="")),
 )
@@ -161,7 +176,7 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, str], bytes]:
     else:
         method, path = draw(st.sampled_from([("GET", "/v1/models"), ("PUT", "/v1/models")]))
     # Mostly the right token, so most requests get past authentication.
-    token = draw(st.one_of(st.just(f"Bearer {TOKEN}"), st.just(f"Bearer {TOKEN}"), AUTHORIZATION))
+    token = draw(AUTHORIZATION) if draw(st.integers(0, 7)) == 0 else f"Bearer {TOKEN}"
     return method, path, {"authorization": token, **draw(HEADERS)}, body
 
 
@@ -179,6 +194,18 @@ def _check_response(status: int, content_type: str, body: bytes) -> None:
         assert content_type.startswith(("application/json", "text/event-stream")), content_type
 
 
+_AUTH = {"authorization": f"Bearer {TOKEN}"}
+
+
+def _body(valid: dict[str, Any], **changes: Any) -> bytes:
+    return json.dumps({**valid, **changes}).encode()
+
+
+# Values a persona refuses, which the service must refuse first; hypothesis explores around them.
+@example(request=("POST", "/v1/chat/completions", _AUTH, _body(CHAT, conversation_id="a.b")))
+@example(request=("POST", "/v1/chat/completions", _AUTH, _body(CHAT, conversation_id="")))
+@example(request=("POST", "/v1/conversations/a.b/messages", _AUTH, _body(TURN)))
+@example(request=("POST", "/v1/conversations/c1/messages", _AUTH, _body(TURN, stream="yes")))
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -187,22 +214,23 @@ def _check_response(status: int, content_type: str, body: bytes) -> None:
 )
 @given(request=requests())
 def test_no_request_makes_the_service_fail(
-    client: TestClient, request: tuple[str, str, dict[str, str], bytes]
+    app: Starlette, request: tuple[str, str, dict[str, str], bytes]
 ) -> None:
     method, path, headers, body = request
     note(f"request: {method} {path} headers={headers!r} body={body!r}")
     # Header values are sent as the bytes they are (latin-1), as a raw client could.
     raw_headers = {name: value.encode("latin-1") for name, value in headers.items()}
-    response = client.request(method, path, headers=raw_headers, content=body)
+    response = send(app, method, path, raw_headers, body)
     note(f"answer: {response.status_code} {response.content[:300]!r}")
     content_type = response.headers.get("content-type", "")
     _check_response(response.status_code, content_type, response.content)
 
 
-def test_the_property_sees_refusals_and_answers(client: TestClient) -> None:
+def test_the_property_sees_refusals_and_answers(app: Starlette) -> None:
     """The generated requests reach both sides: some are answered, some refused."""
-    auth = {"authorization": f"Bearer {TOKEN}"}
-    ok = client.post("/v1/chat/completions", headers=auth, json=CHAT)
-    refused = client.post("/v1/chat/completions", headers=auth, json={**CHAT, "stream": "yes"})
+    auth = {"authorization": f"Bearer {TOKEN}".encode()}
+    ok = send(app, "POST", "/v1/chat/completions", auth, json.dumps(CHAT).encode())
+    yes = json.dumps({**CHAT, "stream": "yes"}).encode()
+    refused = send(app, "POST", "/v1/chat/completions", auth, yes)
     assert ok.status_code == 200
     assert (refused.status_code, refused.json()["error"]["code"]) == (400, "bool_type")
