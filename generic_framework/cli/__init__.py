@@ -16,6 +16,7 @@ fast. The modules, none of which imports this one:
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -260,6 +261,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(argv: list[str] | None) -> int:
+    # A terminal whose encoding cannot show a character of an answer (an ASCII or Latin-1
+    # locale) gets "?" for it instead of a UnicodeEncodeError halfway through the answer.
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
+        sys.stdout.reconfigure(errors="replace")
     try:
         # standalone_mode=False: click and typer raise instead of printing their own
         # multi-line usage errors and tracebacks; every failure is worded here.

@@ -102,6 +102,14 @@ def test_a_message_of_invalid_utf8_is_a_usage_error_before_any_call(
     assert calls(server) == 0
 
 
+def test_a_terminal_that_cannot_show_a_character_gets_a_question_mark(
+    env: dict[str, str],
+) -> None:
+    done = run(["chat", "// what's the weather in Nanaimo?"], {**env, "PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr
+    assert b"9 ?C" in done.stdout  # the answer's "9 \u00b0C", in an ASCII locale
+
+
 # ------------------------------------------------------------------------------ identifiers
 
 
