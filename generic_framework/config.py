@@ -4,7 +4,9 @@
 import, so importing the library never changes behaviour behind a caller's back.
 
 An invalid value fails with the variable's name and what is allowed, for example
-``LLM_TEMPERATURE must be between 0 and 1 (got 2)``.
+``LLM_TEMPERATURE must be between 0 and 1 (got 2)``; the rules are those of
+:mod:`generic_framework.limits`, which every other edge uses too. An empty variable counts as
+unset (``PERSONAS_DIR=`` means ``./personas``), as compose files and ``.env.example`` write them.
 """
 
 from __future__ import annotations
@@ -13,9 +15,22 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from generic_framework.limits import Recency, SearchCount, Temperature, ThinkingMode, ToolRounds
+from generic_framework.limits import (
+    BaseURL,
+    BindHost,
+    ModelId,
+    Port,
+    Recency,
+    SearchCount,
+    Seconds,
+    Temperature,
+    ThinkingMode,
+    ToolRounds,
+    wording,
+)
 from generic_framework.wire.errors import ConfigError
 
 __all__ = ["CODING_BASE_URL", "DEFAULT_BASE_URL", "Settings", "load_dotenv"]
@@ -49,6 +64,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_file=None,
         case_sensitive=False,
+        env_ignore_empty=True,
         extra="ignore",
         validate_default=True,
     )
@@ -56,22 +72,22 @@ class Settings(BaseSettings):
     api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "ZAI_API_KEY")
     )
-    base_url: str = Field(
+    base_url: BaseURL = Field(
         default=DEFAULT_BASE_URL,
         validation_alias=AliasChoices("OPENAI_BASE_URL", "ZAI_BASE_URL"),
     )
-    llm_model: str = "glm-4.7"
+    llm_model: ModelId = "glm-4.7"
     llm_temperature: Temperature | None = None
     llm_thinking: ThinkingMode | None = None
-    llm_timeout: float = Field(default=240.0, gt=0)
-    llm_connect_timeout: float = Field(default=60.0, gt=0)
-    llm_pool_timeout: float = Field(default=60.0, gt=0)
+    llm_timeout: Seconds = 240.0
+    llm_connect_timeout: Seconds = 60.0
+    llm_pool_timeout: Seconds = 60.0
     llm_max_retries: int = Field(default=3, ge=0, le=20)
-    llm_retry_deadline: float = Field(default=600.0, gt=0)
+    llm_retry_deadline: Seconds = 600.0
     llm_max_connections: int = Field(default=100, ge=1, le=10_000)
     llm_max_concurrency: int = Field(default=100, ge=1, le=10_000)
     max_tool_rounds: ToolRounds = 5
-    tool_timeout: float = Field(default=30.0, gt=0)
+    tool_timeout: Seconds = 30.0
     web_search_mode: Literal["builtin", "client", "off"] = "builtin"
     web_search_engine: str = "search_pro_jina"
     web_search_count: SearchCount = 5
@@ -79,8 +95,8 @@ class Settings(BaseSettings):
     history_turns: int = Field(default=20, ge=0, le=1000)
     personas_dir: Path = Path("./personas")
     data_dir: Path = Path("./data")
-    bot_host: str = "127.0.0.1"
-    bot_port: int = Field(default=8080, ge=0, le=65535)
+    bot_host: BindHost = "127.0.0.1"
+    bot_port: Port = 8080
     bot_api_token: SecretStr | None = None
     bot_max_body: int = Field(default=65536, ge=1024)
     bot_max_message_chars: int = Field(default=16000, ge=1)
@@ -131,13 +147,6 @@ class Settings(BaseSettings):
     @classmethod
     def _lower_format(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
-
-    @field_validator("base_url")
-    @classmethod
-    def _check_base_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
-        return value.rstrip("/")
 
     @property
     def has_api_key(self) -> bool:
@@ -193,26 +202,31 @@ def _explain(exc: ValidationError) -> str:
         field = str(err["loc"][0]).lower() if err["loc"] else "settings"
         field = _FIELD_OF_ALIAS.get(field, field)
         name = _ENV_NAMES.get(field, field.upper())
-        ctx = err.get("ctx") or {}
-        kind = err["type"]
-        bounds = _range(field)
-        if kind in {"greater_than_equal", "less_than_equal"} and bounds is not None:
-            low, high = bounds
-            detail = f"must be between {_number(low)} and {_number(high)}"
-        elif kind == "greater_than":
-            detail = f"must be greater than {ctx.get('gt')}"
-        elif kind == "greater_than_equal":
-            detail = f"must be at least {ctx.get('ge')}"
-        elif kind == "less_than_equal":
-            detail = f"must be at most {ctx.get('le')}"
-        elif kind == "literal_error":
-            detail = f"must be one of {ctx.get('expected')}"
-        else:
-            detail = str(err["msg"]).removeprefix("Value error, ")
         got = err.get("input")
         shown = "" if field in {"api_key", "bot_api_token"} else f" (got {got!r})"
-        lines.append(f"{name} {detail}{shown}")
+        lines.append(f"{name} {_detail(field, err)}{shown}")
     return "; ".join(lines)
+
+
+def _detail(field: str, err: ErrorDetails) -> str:
+    """What is wrong with ``field``: its range when it has one, else the rule's words."""
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    bounds = _range(field)
+    if kind in {"greater_than_equal", "less_than_equal"} and bounds is not None:
+        low, high = bounds
+        return f"must be between {_number(low)} and {_number(high)}"
+    bound_words = {
+        "greater_than": ("must be greater than", "gt"),
+        "greater_than_equal": ("must be at least", "ge"),
+        "less_than_equal": ("must be at most", "le"),
+    }
+    if kind in bound_words:
+        words, key = bound_words[kind]
+        return f"{words} {_number(ctx.get(key))}"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')}"
+    return wording(err)
 
 
 def _number(value: object) -> str:

@@ -76,15 +76,41 @@ class Runtime(Resources):
         """
         return cls(Settings(**overrides))
 
-    def specs(self) -> dict[str, PersonaSpec]:
+    def specs(self, *, required: bool = False) -> dict[str, PersonaSpec]:
         """The persona files of :attr:`personas_dir`, by name (read once, then cached).
 
+        Args:
+            required: raise when there is none (what every command that answers needs).
+
         Raises:
-            ConfigError: the directory is missing, or a file is invalid.
+            ConfigError: the directory is missing, a file is invalid, or ``required`` and the
+                directory has no persona file.
         """
         if self._specs is None:
             self._specs = load_specs(self.personas_dir)
+        if required and not self._specs:
+            raise ConfigError(
+                f"no persona files (*.toml) in {str(self.personas_dir)!r}: add one, or set "
+                "PERSONAS_DIR to a folder of them"
+            )
         return self._specs
+
+    def spec(self, name: str | None = None) -> PersonaSpec:
+        """The spec of the persona called ``name``; reading it opens nothing.
+
+        Without a name: ``scout`` if there is one, else the first in file-name order. Entry
+        points call this to refuse a bad name before they start anything.
+
+        Raises:
+            ConfigError: no persona files, or no persona of that name.
+        """
+        specs = self.specs(required=True)
+        if name is None:
+            name = DEFAULT_PERSONA if DEFAULT_PERSONA in specs else next(iter(specs))
+        spec = specs.get(name)
+        if spec is None:
+            raise ConfigError(f"unknown persona {name!r}; available: {', '.join(sorted(specs))}")
+        return spec
 
     def persona(self, name: str | None = None) -> Persona:
         """The persona called ``name``, bound to this runtime (one object per name).
@@ -97,21 +123,11 @@ class Runtime(Resources):
         self._check_open()
         if name is not None and name in self._personas:
             return self._personas[name]
-        specs = self.specs()
-        if not specs:
-            raise ConfigError(
-                f"no personas found in {str(self.personas_dir)!r}: set PERSONAS_DIR to a folder "
-                "of persona .toml files"
-            )
-        if name is None:
-            name = DEFAULT_PERSONA if DEFAULT_PERSONA in specs else next(iter(specs))
-        spec = specs.get(name)
-        if spec is None:
-            raise ConfigError(f"unknown persona {name!r}; available: {', '.join(sorted(specs))}")
-        if name not in self._personas:
-            tools = resolve_tools(spec, source=name)
-            self._personas[name] = Persona.from_spec(spec, tools=tools, runtime=self)
-        return self._personas[name]
+        spec = self.spec(name)
+        if spec.name not in self._personas:
+            tools = resolve_tools(spec, source=spec.name)
+            self._personas[spec.name] = Persona.from_spec(spec, tools=tools, runtime=self)
+        return self._personas[spec.name]
 
     def personas(self) -> dict[str, Persona]:
         """Every persona of :attr:`personas_dir`, bound to this runtime, by name."""

@@ -16,15 +16,34 @@ fast. The modules, none of which imports this one:
 
 from __future__ import annotations
 
+import io
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 
 from generic_framework import __version__
 
 __all__ = ["app", "main"]
+
+_V = TypeVar("_V", str, int)
+
+
+def _base_named(name: str) -> type[Exception]:
+    """click's exception class ``name``, found above ``typer.BadParameter``.
+
+    Newer typer versions carry their own copy of click, older ones use click itself; the
+    classes are found where this typer has them rather than imported from either.
+    """
+    for cls in typer.BadParameter.__mro__:
+        if cls.__name__ == name and issubclass(cls, Exception):
+            return cls
+    raise ImportError(f"typer.BadParameter has no base class {name}")  # pragma: no cover
+
+
+_CLICK_ERROR = _base_named("ClickException")
 
 _EPILOG = "Exit codes: 0 success, 1 upstream or runtime error, 2 usage or configuration error."
 
@@ -53,28 +72,76 @@ def _root(
     """Chat personas backed by Z.AI's GLM models. Start a message with // to search the web."""
 
 
+def _rule(name: str) -> Callable[[_V | None], _V | None]:
+    """A typer callback checking a value with ``generic_framework.limits.<name>``.
+
+    The rules are the ones the environment, the service, persona files and the store use
+    (docs/design/0310); a refused value becomes a usage error naming the option, before any
+    command starts. Imported when an option is given, so ``--help`` stays fast.
+    """
+
+    def check(value: _V | None) -> _V | None:
+        if value is None:
+            return None
+        from generic_framework import limits
+
+        rule: Callable[[_V], _V] = getattr(limits, name)
+        try:
+            return rule(value)
+        except ValueError as exc:
+            raise typer.BadParameter(f"{exc} (got {limits.shown(value)})") from None
+
+    return check
+
+
 PersonaOpt = Annotated[
-    str | None, typer.Option("--persona", "-p", help="Persona name (default: the first found).")
+    str | None,
+    typer.Option(
+        "--persona",
+        "-p",
+        help="Persona name (default: the first found).",
+        callback=_rule("check_persona_name"),
+    ),
+]
+HostOpt = Annotated[str, typer.Option(help="Interface to bind.", callback=_rule("check_bind_host"))]
+PortOpt = Annotated[
+    int, typer.Option(help="Port (0 picks a free one).", callback=_rule("check_port"))
 ]
 
 
 @app.command(epilog=_EPILOG)
 def chat(
     message: Annotated[
-        str | None, typer.Argument(help="One message to answer; omit for an interactive chat.")
+        str | None,
+        typer.Argument(
+            help="One message to answer; omit for an interactive chat.",
+            callback=_rule("check_text"),
+        ),
     ] = None,
     persona: PersonaOpt = None,
     conversation: Annotated[
-        str | None, typer.Option("--conversation", "-c", help="Continue this stored conversation.")
+        str | None,
+        typer.Option(
+            "--conversation",
+            "-c",
+            help="Continue this stored conversation (1-128 letters, digits, '_' or '-').",
+            callback=_rule("check_conversation_id"),
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole reply as JSON.")] = False,
     mock: Annotated[
         bool, typer.Option("--mock", help="Answer from the embedded mock even with a key.")
     ] = False,
     base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Z.AI endpoint (OPENAI_BASE_URL).")
+        str | None,
+        typer.Option(
+            "--base-url", help="Z.AI endpoint (OPENAI_BASE_URL).", callback=_rule("check_base_url")
+        ),
     ] = None,
-    model: Annotated[str | None, typer.Option("--model", help="Model id (LLM_MODEL).")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="Model id (LLM_MODEL).", callback=_rule("check_model_id")),
+    ] = None,
 ) -> None:
     """Chat with a persona. A message starting with // is a web query.
 
@@ -109,8 +176,13 @@ def personas(
 
 @app.command(epilog=_EPILOG)
 def serve(
-    host: Annotated[str | None, typer.Option(help="Interface to bind (BOT_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (BOT_PORT).")] = None,
+    host: Annotated[
+        str | None,
+        typer.Option(help="Interface to bind (BOT_HOST).", callback=_rule("check_bind_host")),
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port (BOT_PORT).", callback=_rule("check_port"))
+    ] = None,
 ) -> None:
     """Run the bot HTTP service (OpenAI-compatible API and a web chat page)."""
     from generic_framework.cli.serve import run_serve
@@ -124,8 +196,8 @@ def mock(
         list[Path] | None,
         typer.Option("--fixtures", help="Fixture file or directory (default: the bundled set)."),
     ] = None,
-    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port.")] = 8090,
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = 8090,
     latency_ms: Annotated[
         int, typer.Option("--latency-ms", min=0, help="Added delay per response.")
     ] = 0,
@@ -147,7 +219,9 @@ def mock(
 
 @app.command(epilog=_EPILOG)
 def record(
-    message: Annotated[str, typer.Argument(help="The user message to send.")],
+    message: Annotated[
+        str, typer.Argument(help="The user message to send.", callback=_rule("check_text"))
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Fixture file to write.")],
     persona: PersonaOpt = None,
 ) -> None:
@@ -178,9 +252,36 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI on ``argv`` (default: ``sys.argv[1:]``); ends with ``SystemExit(code)``.
 
     The entry point of the ``generic-framework`` console script and ``python -m
-    generic_framework``.
+    generic_framework``. Whatever happens, the user gets an exit code of 0, 1 or 2 and at most
+    one ``error: ...`` line on stderr, never a traceback: usage errors (an unknown option, a
+    value an option's rule refuses) become one line and exit 2; an exception no command
+    handles is a bug, reported as one ``error: internal error ...`` line and exit 1.
     """
+    sys.exit(_run(argv))
+
+
+def _run(argv: list[str] | None) -> int:
+    # A terminal whose encoding cannot show a character of an answer (an ASCII or Latin-1
+    # locale) gets "?" for it instead of a UnicodeEncodeError halfway through the answer.
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors == "strict":
+        sys.stdout.reconfigure(errors="replace")
     try:
-        app(args=argv)
-    except KeyboardInterrupt:  # pragma: no cover - interactive
-        sys.exit(130)
+        # standalone_mode=False: click and typer raise instead of printing their own
+        # multi-line usage errors and tracebacks; every failure is worded here.
+        result = app(args=argv, prog_name="generic-framework", standalone_mode=False)
+    except _CLICK_ERROR as exc:
+        from generic_framework.cli.common import err, usage_error
+
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]  # no command at all: the help, as before
+        else:
+            err(usage_error(exc))
+        return int(getattr(exc, "exit_code", 2))
+    except (KeyboardInterrupt, typer.Abort):  # pragma: no cover - interactive
+        return 130
+    except Exception as exc:
+        from generic_framework.cli.common import EXIT_ERROR, err, internal_error
+
+        err(internal_error(exc))
+        return EXIT_ERROR
+    return result if isinstance(result, int) else 0

@@ -41,6 +41,8 @@ def run_chat(options: ChatOptions) -> int:
     """The ``chat`` command; returns the exit code."""
 
     def chat(settings: Settings) -> int:
+        # A missing or unknown persona is refused before the embedded mock starts.
+        Runtime(settings).spec(options.persona)
         with upstream(settings, options.mock) as (active, offline):
             if offline:
                 err(offline_notice(options.mock))

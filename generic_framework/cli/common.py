@@ -10,14 +10,13 @@ from __future__ import annotations
 import sys
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import typer
 
 from generic_framework.config import Settings, load_dotenv
 from generic_framework.wire import errors as e
-from generic_framework.wire.errors import ConfigError, GLMError
-
-if TYPE_CHECKING:
-    pass
+from generic_framework.wire.errors import ConfigError, GLMError, redact
 
 __all__ = [
     "EXIT_ERROR",
@@ -25,9 +24,11 @@ __all__ = [
     "EXIT_USAGE",
     "err",
     "explain",
+    "internal_error",
     "load_settings",
     "new_conversation_id",
     "run_command",
+    "usage_error",
 ]
 
 EXIT_OK = 0
@@ -41,6 +42,35 @@ EXIT_USAGE = 2
 def err(text: str) -> None:
     """Print one line (or block) on stderr, at once."""
     print(text, file=sys.stderr, flush=True)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def usage_error(exc: Exception) -> str:
+    """The one line for a usage error of typer (``error: no such option: --x; see ...``).
+
+    A refused value's message says what is allowed; other usage errors (an unknown option, a
+    missing argument) point at the command's ``--help``.
+    """
+    format_message = getattr(exc, "format_message", None)
+    text = format_message() if callable(format_message) else str(exc)
+    message = _one_line(str(text)).rstrip(".")
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and not isinstance(exc, typer.BadParameter):
+        message += f"; see '{ctx.command_path} --help'"
+    return redact(f"error: {message}")
+
+
+def internal_error(exc: BaseException) -> str:
+    """The one line for an exception no command handled: a bug, never the user's input."""
+    detail = _one_line(str(exc))[:300]
+    return redact(
+        f"error: internal error ({type(exc).__name__}: {detail}); this is a bug: please report "
+        "it with the command that caused it"
+    )
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -78,7 +108,8 @@ def explain(exc: GLMError, settings: Settings) -> str:
         (e.ConfigError, "configuration error"),
     ]
     hint = next((text for cls, text in hints if isinstance(exc, cls)), "error")
-    return f"error: {hint} ({exc})"
+    # The hints quote settings (the endpoint URL): redacted like every error text.
+    return redact(f"error: {hint} ({exc})")
 
 
 def run_command(action: Callable[[Settings], int], **overrides: Any) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import sys
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from generic_framework.config import Settings
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.persona import WEB_PREFIX, Persona
 from generic_framework.core.reply import Reply
+from generic_framework.limits import check_text
 from generic_framework.runtime import Runtime
 from generic_framework.wire.errors import ConfigError, GLMError
 
@@ -74,19 +76,38 @@ def interactive(
 
 def _read_eval_loop(runner: asyncio.Runner, session: _Session) -> None:
     prompt = "> " if sys.stdin.isatty() else ""
+    _tolerate_undecodable_input()
+    number = 0
     while True:
         try:
             line = input(prompt)
         except EOFError:
             return
+        number += 1
         text = line.strip()
         if not text:
+            continue
+        try:
+            check_text(text)
+        except ValueError as exc:
+            err(f"error: line {number} {exc}; it was not sent")
             continue
         if text.startswith("/") and not text.startswith(WEB_PREFIX):
             if not runner.run(_command(session, text)):
                 return
         else:
             _run_turn(runner, session, text)
+
+
+def _tolerate_undecodable_input() -> None:
+    """Read bytes that are not UTF-8 as lone surrogates instead of raising.
+
+    With the strict default a bad byte raises inside ``input()`` and loses the rest of the
+    buffered input; this way the line arrives whole, :func:`check_text` refuses it, and the
+    session goes on with the next line.
+    """
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="surrogateescape")
 
 
 def _run_turn(runner: asyncio.Runner, session: _Session, text: str) -> None:

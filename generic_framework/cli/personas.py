@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, err, run_command
+from generic_framework.cli.common import EXIT_OK, run_command
 from generic_framework.config import Settings
 from generic_framework.runtime import Runtime
 
@@ -12,14 +12,11 @@ __all__ = ["list_personas"]
 
 
 def list_personas(directory: Path | None) -> int:
-    """The ``personas`` command; returns the exit code (1 when there are none)."""
+    """The ``personas`` command; returns the exit code (2 when there are none, as ``chat``)."""
 
     def show(settings: Settings) -> int:
         # Reading the specs opens nothing (no client, no store), so there is nothing to close.
-        specs = Runtime(settings).specs()
-        if not specs:
-            err(f"no personas in {settings.personas_dir}")
-            return EXIT_ERROR
+        specs = Runtime(settings).specs(required=True)
         for name, spec in sorted(specs.items()):
             print(f"{name}\t{spec.description}")
         return EXIT_OK

@@ -62,6 +62,9 @@ def load_spec(path: str | Path) -> PersonaSpec:
         raise ConfigError(f"{path}: cannot read the file ({exc})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively.
+        raise ConfigError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
     data.setdefault("name", path.stem)
     spec = PersonaSpec.build(str(path), **data)
     resolve_tools(spec, source=str(path))
@@ -76,7 +79,10 @@ def load_specs(directory: str | Path) -> dict[str, PersonaSpec]:
     """
     directory = Path(directory)
     if not directory.is_dir():
-        raise ConfigError(f"personas directory {str(directory)!r} does not exist (PERSONAS_DIR)")
+        raise ConfigError(
+            f"personas directory {str(directory)!r} does not exist: create it, or set "
+            "PERSONAS_DIR to a folder of persona .toml files"
+        )
     specs: dict[str, PersonaSpec] = {}
     origin: dict[str, Path] = {}
     for path in sorted(directory.glob("*.toml")):

@@ -32,6 +32,7 @@ from generic_framework.core.sanitize import sanitize_history
 from generic_framework.core.spec import DEFAULT_FINAL_ANSWER_FALLBACK, PersonaSpec
 from generic_framework.core.tooling import ToolPlan, build_plans
 from generic_framework.core.turn import Turn
+from generic_framework.limits import check_conversation_id, check_text
 from generic_framework.tools.base import FunctionTool
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.errors import ToolLoopError
@@ -216,6 +217,8 @@ class Persona(TurnEngine):
         """Answer one user message; with ``conversation_id``, in that stored conversation.
 
         Raises:
+            ValueError: ``text`` is not UTF-8 text, or ``conversation_id`` breaks the rule of
+                :func:`~generic_framework.limits.check_conversation_id`; nothing was sent.
             GLMError: the API failed for good (after retries); nothing is stored then.
         """
         reply: Reply | None = None
@@ -232,7 +235,8 @@ class Persona(TurnEngine):
         """Answer one user message as a stream of events, ending with ``Done(reply)``.
 
         Iterate it to the end (or close it with ``aclose()``): the turn holds its
-        conversation's lock until the generator finishes.
+        conversation's lock until the generator finishes. Invalid arguments raise the
+        :class:`ValueError` of :meth:`respond` on the first iteration, before anything is sent.
         """
         return self._run_turn(text, conversation_id, stream=True)
 
@@ -258,6 +262,10 @@ class Persona(TurnEngine):
         self, text: str, conversation_id: str | None, *, stream: bool
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Parse the message, run the loop under the conversation's lock, store, then Done."""
+        # Checked before anything is sent: a turn the store would refuse must not be paid for.
+        check_text(text)
+        if conversation_id is not None:
+            check_conversation_id(conversation_id)
         query, plan = self._parse(text)
         if not query:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE

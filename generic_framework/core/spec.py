@@ -9,13 +9,20 @@ Fields left ``None`` take the settings' values when the spec is resolved
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from generic_framework.config import Settings
-from generic_framework.limits import PERSONA_NAME_PATTERN, Temperature, ThinkingMode, ToolRounds
+from generic_framework.limits import (
+    ModelId,
+    Temperature,
+    ThinkingMode,
+    ToolRounds,
+    check_persona_name,
+    shown,
+    wording,
+)
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Thinking
@@ -25,7 +32,6 @@ __all__ = ["DEFAULT_FINAL_ANSWER_FALLBACK", "PersonaSpec", "explain"]
 DEFAULT_FINAL_ANSWER_FALLBACK = (
     "Sorry, I could not put an answer together this time. Please try again or rephrase."
 )
-_NAME = re.compile(PERSONA_NAME_PATTERN)
 
 
 class PersonaSpec(BaseModel):
@@ -54,7 +60,7 @@ class PersonaSpec(BaseModel):
     name: str
     description: str = ""
     system_prompt: str
-    model: str | None = Field(default=None, min_length=1)
+    model: ModelId | None = None
     temperature: Temperature | None = None
     thinking: Thinking | None = None
     max_tool_rounds: ToolRounds | None = None
@@ -67,9 +73,10 @@ class PersonaSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _check_name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError(f"{value!r} is invalid: use 1-64 letters, digits, '.', '_' or '-'")
-        return value
+        try:
+            return check_persona_name(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (got {shown(value)})") from None
 
     @field_validator("thinking", mode="before")
     @classmethod
@@ -136,10 +143,9 @@ def explain(exc: ValidationError) -> str:
     problems = []
     for err in exc.errors(include_url=False):
         field = ".".join(str(part) for part in err["loc"]) or "file"
-        message = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             message = "unknown key (check the spelling)"
-        elif err["type"] == "missing":
-            message = "is required"
+        else:
+            message = wording(err)
         problems.append(f"{field}: {message}")
     return "; ".join(problems)

@@ -329,7 +329,10 @@ def load_fixtures(*paths: str | Path) -> list[Fixture]:
         elif target.is_file():
             files.append(target)
         else:
-            raise FixtureError(f"no fixture file or directory at {target}")
+            raise FixtureError(
+                f"no fixture file or directory at {target}: give fixture .json files or "
+                "folders of them"
+            )
     return check_unique(load_fixture(file) for file in files)
 
 

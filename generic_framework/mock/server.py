@@ -19,6 +19,7 @@ from typing import Any
 
 import uvicorn
 
+from generic_framework.listening import listen, serve, url_host
 from generic_framework.mock.app import (
     CODING_PREFIX,
     GENERAL_PREFIX,
@@ -33,20 +34,6 @@ __all__ = ["MockServer", "bundled_examples", "serve_forever"]
 
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 5.0
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the
-    # listening socket says so, and without it every response waits ~40 ms for an ACK.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(1024)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 class MockServer:
@@ -81,7 +68,7 @@ class MockServer:
         self._port: int | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._sockets: list[socket.socket] = []
 
     # ------------------------------------------------------------------ addresses
 
@@ -114,12 +101,12 @@ class MockServer:
 
         Raises:
             RuntimeError: the server is already running or failed to start.
-            OSError: the address could not be bound.
+            ConfigError: the address could not be bound.
         """
         if self._thread is not None:
             raise RuntimeError("the mock server is already running")
-        sock = _listen(self.host, self._requested_port)
-        self._port = sock.getsockname()[1]
+        sockets = listen(self.host, self._requested_port)
+        self._port = sockets[0].getsockname()[1]
         config = uvicorn.Config(
             self.app,
             lifespan="off",
@@ -130,23 +117,23 @@ class MockServer:
         )
         server = uvicorn.Server(config)
         thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="mock-zai", daemon=True
+            target=server.run, kwargs={"sockets": sockets}, name="mock-zai", daemon=True
         )
-        self._server, self._thread, self._socket = server, thread, sock
+        self._server, self._thread, self._sockets = server, thread, sockets
         thread.start()
         deadline = time.monotonic() + _START_TIMEOUT
         # uvicorn offers no start-up callback; poll its flag (the socket already accepts).
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
-                self._cleanup(sock)
+                self._cleanup(sockets)
                 raise RuntimeError("the mock server failed to start")
             time.sleep(0.002)
         return self
 
-    def _cleanup(self, sock: socket.socket | None) -> None:
-        if sock is not None:
+    def _cleanup(self, sockets: list[socket.socket]) -> None:
+        for sock in sockets:
             sock.close()
-        self._server, self._thread, self._port, self._socket = None, None, None, None
+        self._server, self._thread, self._port, self._sockets = None, None, None, []
 
     def stop(self) -> None:
         """Stop serving and wait for the thread to finish (idempotent)."""
@@ -158,7 +145,7 @@ class MockServer:
         if thread.is_alive():
             server.force_exit = True
             thread.join(_STOP_TIMEOUT)
-        self._cleanup(self._socket)
+        self._cleanup(self._sockets)
 
     def __enter__(self) -> MockServer:
         return self.start()
@@ -237,6 +224,7 @@ def serve_forever(
 
     Raises:
         FixtureError: a fixture file is invalid.
+        ConfigError: the address cannot be bound (the message says what to do).
         ValueError: ``fail_rate`` is outside 0-1.
     """
     sources: FixtureSource = [fixtures] if isinstance(fixtures, str | Path) else fixtures or None
@@ -247,11 +235,14 @@ def serve_forever(
         fail_rate=fail_rate,
         fail_seed=fail_seed,
     )
+    sockets = listen(host, port)
+    # The port bound, which --port 0 leaves to the system.
+    url = f"http://{url_host(host)}:{sockets[0].getsockname()[1]}"
     echo(f"Mock Z.AI: {len(app.fixtures)} fixture(s) loaded")
     if fail_rate:
         echo(f"  failing {fail_rate:.1%} of requests with HTTP 503 (seed {fail_seed})")
-    echo(f"  general endpoint: http://{host}:{port}{GENERAL_PREFIX}")
-    echo(f"  coding endpoint:  http://{host}:{port}{CODING_PREFIX}")
-    echo(f"  report:           http://{host}:{port}/mock/report")
+    echo(f"  general endpoint: {url}{GENERAL_PREFIX}")
+    echo(f"  coding endpoint:  {url}{CODING_PREFIX}")
+    echo(f"  report:           {url}/mock/report")
     config = uvicorn.Config(app, host=host, port=port, lifespan="off", log_level="info")
-    uvicorn.Server(config).run()
+    serve(config, sockets)

@@ -36,7 +36,7 @@ from generic_framework.service.middleware import BearerAuthMiddleware, BodyLimit
 from generic_framework.service.openapi import openapi_document
 from generic_framework.service.readiness import UpstreamProbe, check_store
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
-from generic_framework.wire.errors import ConfigError, register_secret
+from generic_framework.wire.errors import ConfigError, redact, register_secret
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -204,7 +204,8 @@ def create_app(
     state = ServiceState(runtime=runtime, personas=_served(runtime, personas), owns_runtime=owns)
     if not state.settings.has_api_key:
         logger.warning(
-            "OPENAI_API_KEY is not set: calls go to %s without a key", state.settings.base_url
+            "OPENAI_API_KEY is not set: calls go to %s without a key",
+            redact(state.settings.base_url),
         )
     app = Starlette(
         routes=_routes(),
@@ -212,6 +213,9 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=_lifespan(state),
     )
+    # No redirect from "/v1/conversations/0%2F" to ".../0": a 307 that keeps the method would
+    # send a DELETE to another conversation than the one named. Unknown paths are a JSON 404.
+    app.router.redirect_slashes = False
     app.state.service = state
     app.state.upstream_probe = upstream_probe or UpstreamProbe(state.settings)
     return app

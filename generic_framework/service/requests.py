@@ -6,19 +6,18 @@ ServiceError` (400) naming the field at fault; the app's exception handler answe
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
+from generic_framework.limits import check_conversation_id, wording
 from generic_framework.service.errors import ServiceError
-from generic_framework.service.schemas import CONVERSATION_ID_PATTERN, ChatMessageIn
+from generic_framework.service.schemas import ChatMessageIn
 
 __all__ = ["checked_text", "content_text", "last_user_text", "parse_body", "path_conversation_id"]
 
 _M = TypeVar("_M", bound=BaseModel)
-_ID = re.compile(CONVERSATION_ID_PATTERN)
 
 
 async def parse_body(request: Request, model: type[_M]) -> _M:
@@ -29,21 +28,20 @@ async def parse_body(request: Request, model: type[_M]) -> _M:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(part) for part in err["loc"])
-        message = f"{where}: {err['msg']}" if where else str(err["msg"])
+        what = wording(err) if err["type"] != "json_invalid" else str(err["msg"])
+        message = f"{where}: {what}" if where else what
         raise ServiceError(400, message, param=where or None, code=err["type"]) from None
 
 
 def path_conversation_id(request: Request) -> str:
-    """The ``{conversation_id}`` of the path, if it matches :data:`CONVERSATION_ID_PATTERN`."""
+    """The ``{conversation_id}`` of the path, if :func:`check_conversation_id` accepts it."""
     value = str(request.path_params["conversation_id"])
-    if not _ID.fullmatch(value):
+    try:
+        return check_conversation_id(value)
+    except ValueError as exc:
         raise ServiceError(
-            400,
-            "a conversation id is 1-128 letters, digits, '_' or '-'",
-            param="conversation_id",
-            code="invalid_conversation_id",
-        )
-    return value
+            400, str(exc), param="conversation_id", code="invalid_conversation_id"
+        ) from None
 
 
 def content_text(content: str | list[dict[str, Any]] | None) -> str:

@@ -3,15 +3,18 @@
 They validate what arrives, shape what leaves, and are the source of ``/openapi.json``.
 Request models of the OpenAI-compatible endpoint accept (and ignore) fields they do not know,
 because OpenAI clients send many optional parameters; the service's own endpoints forbid them.
+Booleans are strict (``"stream": "yes"`` is a 400, not ``true``), and conversation ids follow
+the one rule of :mod:`generic_framework.limits` (``CONVERSATION_ID_PATTERN`` is re-exported).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from generic_framework.core.reply import Citation
+from generic_framework.limits import CONVERSATION_ID_PATTERN, ConversationId
 from generic_framework.wire.messages import WebSearchResult
 
 __all__ = [
@@ -39,9 +42,6 @@ __all__ = [
     "UsageOut",
 ]
 
-CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
-"""Conversation ids: letters, digits, ``_`` and ``-``; no dots or slashes, so never a path."""
-
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 FinishReason = Literal["stop", "length", "content_filter"]
 
@@ -66,8 +66,8 @@ class ChatCompletionRequest(BaseModel):
 
     model: str = Field(min_length=1, max_length=200)
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=500)
-    stream: bool = False
-    conversation_id: str | None = Field(default=None, pattern=CONVERSATION_ID_PATTERN)
+    stream: StrictBool = False
+    conversation_id: ConversationId | None = None
 
 
 class TurnRequest(BaseModel):
@@ -77,7 +77,7 @@ class TurnRequest(BaseModel):
 
     persona: str = Field(min_length=1, max_length=200)
     content: str
-    stream: bool = False
+    stream: StrictBool = False
 
 
 class UsageOut(BaseModel):

@@ -9,30 +9,42 @@ Limits, and why:
   :data:`KEEP_ALIVE_TIMEOUT`; a request body must arrive
   within 30 s (:class:`~generic_framework.service.middleware.BodyLimitMiddleware`). So a client
   that connects and says nothing, or trickles its body, cannot hold a connection for long.
-- Request heads are capped at :data:`MAX_HEAD_BYTES`; at most :data:`MAX_CONNECTIONS`
+- Request heads are capped at :data:`MAX_HEAD_BYTES` (431 beyond; h11's own cap counts only
+  what is buffered while a head is incomplete, so a head that arrives whole in one read of up
+  to 256 KiB passed it: :class:`_HeadLimitedConnection` counts every head); at most
+  :data:`MAX_CONNECTIONS`
   connections and tasks at once (beyond that uvicorn answers 503 at once, so a flood cannot
   exhaust file descriptors). Upstream calls are capped separately by ``LLM_MAX_CONCURRENCY``,
   where excess calls wait in a queue.
 - On SIGTERM, running requests get :data:`GRACEFUL_SHUTDOWN` seconds (under Docker's default
   10 s stop timeout) to finish.
+- uvicorn's log records (the access log quotes request paths) go through
+  :func:`~generic_framework.wire.errors.redact`, like every other log line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http
 import ipaddress
+import json
+import logging
 import os
 from typing import Any
 
+import h11
 import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from generic_framework.config import Settings
+from generic_framework.limits import check_bind_host
+from generic_framework.listening import listen, serve
 from generic_framework.service.app import create_app
+from generic_framework.service.errors import error_body
 from generic_framework.telemetry.logs import configure_logging
 from generic_framework.telemetry.tracing import setup_tracing
-from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.errors import ConfigError, redact
 
 __all__ = [
     "GRACEFUL_SHUTDOWN",
@@ -77,6 +89,50 @@ def check_bind(settings: Settings, host: str) -> None:
         )
 
 
+class _HeadLimitedConnection(h11.Connection):
+    """h11's server connection, refusing any request head over its size limit.
+
+    h11 enforces ``max_incomplete_event_size`` only while a head is still incomplete; a head
+    that arrives whole in one read (asyncio reads up to 256 KiB at a time) is parsed whatever
+    its size. Here the bytes each request head took from the receive buffer are counted, so
+    every head over the limit is refused, however it arrived.
+    """
+
+    head_too_large = False
+
+    def next_event(self) -> h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED]:
+        before = len(self._receive_buffer)
+        try:
+            event = super().next_event()
+        except h11.RemoteProtocolError as exc:
+            # h11's own limit (an incomplete head already over it) hints at 431 too.
+            self.head_too_large = exc.error_status_hint == 431
+            raise
+        used = before - len(self._receive_buffer)
+        if isinstance(event, h11.Request) and used > self._max_incomplete_event_size:
+            self.head_too_large = True
+            raise h11.RemoteProtocolError("request head too large", error_status_hint=431)
+        return event
+
+
+class _HeadLimitedProtocol(H11Protocol):
+    """uvicorn's h11 protocol over a :class:`_HeadLimitedConnection`, answering 431."""
+
+    def __init__(self, config: uvicorn.Config, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        limit = config.h11_max_incomplete_event_size or MAX_HEAD_BYTES
+        self.conn = _HeadLimitedConnection(h11.SERVER, limit)
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn answers every protocol error with 400; an oversized head gets its 431.
+        conn = self.conn
+        if isinstance(conn, _HeadLimitedConnection) and conn.head_too_large:
+            limit = conn._max_incomplete_event_size
+            _send_error(self, 431, f"the request head is larger than {limit} bytes")
+        else:
+            super().send_400_response(msg)
+
+
 def _guarded_protocol(head_timeout: float) -> type[H11Protocol]:
     """uvicorn's h11 protocol, closing connections that send no whole request head in time.
 
@@ -86,7 +142,7 @@ def _guarded_protocol(head_timeout: float) -> type[H11Protocol]:
     could open connections and never speak, or trickle a request head forever.
     """
 
-    class GuardedH11Protocol(H11Protocol):
+    class GuardedH11Protocol(_HeadLimitedProtocol):
         _head_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -116,6 +172,22 @@ def _guarded_protocol(head_timeout: float) -> type[H11Protocol]:
     return GuardedH11Protocol
 
 
+def _send_error(protocol: H11Protocol, status: int, message: str) -> None:
+    """Answer with an OpenAI-style JSON error and close, as uvicorn answers its 400s."""
+    body = json.dumps(
+        error_body(message, type_="invalid_request_error", code="request_head_too_large")
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+    reason = http.HTTPStatus(status).phrase.encode()
+    for event in (
+        h11.Response(status_code=status, headers=headers, reason=reason),
+        h11.Data(data=body),
+        h11.EndOfMessage(),
+    ):
+        protocol.transport.write(protocol.conn.send(event))
+    protocol.transport.close()
+
+
 def uvicorn_config(
     app: ASGIApp, settings: Settings, host: str, port: int, **overrides: Any
 ) -> uvicorn.Config:
@@ -137,7 +209,23 @@ def uvicorn_config(
         # No uvicorn handlers of its own: its lines reach the root logger's JSON handler.
         options["log_config"] = None
     options.update(overrides)
-    return uvicorn.Config(app, **options)
+    config = uvicorn.Config(app, **options)  # configures uvicorn's loggers
+    for name in ("uvicorn.access", "uvicorn.error"):
+        if not any(isinstance(f, _RedactingFilter) for f in logging.getLogger(name).filters):
+            logging.getLogger(name).addFilter(_RedactingFilter())
+    return config
+
+
+class _RedactingFilter(logging.Filter):
+    """Redacts uvicorn's log records: the access log repeats every request path, which a
+    client may have put a key in (``/v1/conversations/<key>``, ``?api_key=...``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        return True
 
 
 def run(settings: Settings, host: str | None = None, port: int | None = None) -> None:
@@ -154,13 +242,28 @@ def run(settings: Settings, host: str | None = None, port: int | None = None) ->
     it (:func:`~generic_framework.telemetry.tracing.setup_tracing`).
 
     Raises:
-        ConfigError: binding beyond loopback without ``BOT_API_TOKEN``, or a persona file or
-            setting is invalid.
+        ConfigError: the host is invalid, binding beyond loopback without ``BOT_API_TOKEN``,
+            the address cannot be bound (:func:`~generic_framework.listening.listen`), or a
+            persona file or setting is invalid.
     """
-    host = host if host is not None else settings.bot_host
+    host = _checked_host(host if host is not None else settings.bot_host)
     port = port if port is not None else settings.bot_port
     check_bind(settings, host)
-    configure_logging(settings.log_level, settings.log_format)
-    setup_tracing(os.environ)  # the entry point: OpenTelemetry reads its own variables
-    app = create_app(settings)
-    uvicorn.Server(uvicorn_config(app, settings, host, port)).run()
+    sockets = listen(host, port)  # a taken port fails here, before the app is built
+    try:
+        configure_logging(settings.log_level, settings.log_format)
+        setup_tracing(os.environ)  # the entry point: OpenTelemetry reads its own variables
+        app = create_app(settings)
+        config = uvicorn_config(app, settings, host, port)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    serve(config, sockets)
+
+
+def _checked_host(host: str) -> str:
+    try:
+        return check_bind_host(host)
+    except ValueError as exc:
+        raise ConfigError(f"BOT_HOST {exc} (got {host!r})") from None

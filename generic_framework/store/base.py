@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from generic_framework.limits import CONVERSATION_ID_MAX
+from generic_framework.limits import check_conversation_id
 from generic_framework.wire.messages import Message
 
 __all__ = ["ConversationStore", "StoredMessage", "check_conversation_id"]
@@ -46,15 +46,3 @@ class ConversationStore(Protocol):
     async def aclose(self) -> None:
         """Release the store's connections."""
         ...
-
-
-def check_conversation_id(conversation_id: str) -> str:
-    """Return ``conversation_id`` if the store accepts it.
-
-    Raises:
-        ValueError: it is empty or longer than
-            :data:`~generic_framework.limits.CONVERSATION_ID_MAX` characters.
-    """
-    if not conversation_id or len(conversation_id) > CONVERSATION_ID_MAX:
-        raise ValueError(f"a conversation id is 1-{CONVERSATION_ID_MAX} characters")
-    return conversation_id

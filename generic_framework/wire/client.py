@@ -120,7 +120,8 @@ class GLMClient:
         self._observer = observer if observer is not None else NO_OBSERVER
 
     def __repr__(self) -> str:
-        return f"GLMClient(base_url={self.settings.base_url!r}, model={self.settings.llm_model!r})"
+        base_url = redact(self.settings.base_url)
+        return f"GLMClient(base_url={base_url!r}, model={self.settings.llm_model!r})"
 
     async def __aenter__(self) -> Self:
         return self

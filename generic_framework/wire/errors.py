@@ -53,11 +53,19 @@ __all__ = [
 ]
 
 # Z.AI keys look like "<32 hex>.<16 alnum>"; Bearer tokens and key=value pairs are caught too.
+# In URLs: the password of "scheme://user:password@host", and the value of every query
+# parameter whose name looks like a credential (?key=, &api_key=, ?access_token=, ?sig=...).
 _SECRET_PATTERNS = (
     re.compile(r"[0-9a-fA-F]{32}\.[A-Za-z0-9]{16}"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
     re.compile(
-        r"(?i)((?:api[_-]?key|authorization|token|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{4,}"
+        r"(?i)((?:api[_-]?key|authorization|token|secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}&]{4,}"
+    ),
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/?#@\s:\"']*:)[^/?#@\s\"']+(?=@)"),
+    re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://)[^/?#@\s:\"']+(?=@)"),
+    re.compile(
+        r"(?i)([?&;][^=&#\s\"']*(?:key|token|secret|pass|pwd|sig|auth|credential|session)"
+        r"[^=&#\s\"']*=)[^&#\s\"'<>]*[^&#\s\"'<>:;,.)]"
     ),
 )
 _KNOWN_SECRETS: set[str] = set()
@@ -70,7 +78,13 @@ def register_secret(value: str | None) -> None:
 
 
 def redact(text: str, limit: int | None = None) -> str:
-    """Return ``text`` with API keys and bearer tokens replaced by ``***``, optionally truncated."""
+    """Return ``text`` with secrets replaced by ``***``, optionally truncated.
+
+    Removed: every value given to :func:`register_secret`, Z.AI-shaped keys, bearer tokens,
+    ``api_key=...``-style pairs, URL credentials (``https://user:***@host``, ``https://***@host``)
+    and the values of URL query parameters named like credentials (``?key=***``,
+    ``&access_token=***``).
+    """
     for secret in _KNOWN_SECRETS:
         if secret in text:
             text = text.replace(secret, "***")

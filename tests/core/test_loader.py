@@ -98,7 +98,12 @@ def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
         ('system_prompt = "x"\n[web_search]\nmode = "always"', "web_search.mode: Input should"),
         ('system_prompt = "x"\n[web_search]\ncount = 0', "web_search.count: Input should be"),
         ('system_prompt = "x"\n[web_search]\nrecent = "oneDay"', "web_search.recent: unknown key"),
-        ('name = "has space"\nsystem_prompt = "x"', "name: 'has space' is invalid"),
+        ('name = "has space"\nsystem_prompt = "x"', "name: a persona name must be 1-64"),
+        ('system_prompt = "x"\ntemperature = nan', "temperature: must be a finite number"),
+        ('system_prompt = "x"\ntemperature = "warm"', "temperature: must be a number"),
+        ('system_prompt = "x"\nmodel = ""', "model: must be 1-128 printable ASCII"),
+        ('system_prompt = "x"\nmodel = "glm 4"', "model: must be 1-128 printable ASCII"),
+        ('system_prompt = "x"\ntools = ' + "[" * 3000 + "]" * 3000, "nested too deeply"),
         ('system_prompt = "x', "not valid TOML"),
     ],
 )

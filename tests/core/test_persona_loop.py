@@ -166,6 +166,33 @@ async def test_empty_message_makes_no_call(
     assert reply.content and not s.requests
 
 
+@pytest.mark.parametrize(
+    ("text", "conversation_id", "problem"),
+    [
+        ("hi", "x" * 300, "a conversation id must be 1-128"),
+        ("hi", "a.b", "a conversation id must be 1-128"),
+        ("bad \udcff\udcfe bytes", None, "must be UTF-8 text"),
+    ],
+)
+async def test_invalid_arguments_are_refused_before_any_call(
+    settings: Settings,
+    script: MakeScript,
+    client_for: MakeClient,
+    text: str,
+    conversation_id: str | None,
+    problem: str,
+) -> None:
+    s = script()
+    persona = make_persona(settings, client_for(s))
+    with pytest.raises(ValueError, match=problem):
+        await persona.respond(text, conversation_id=conversation_id)
+    with pytest.raises(ValueError, match=problem):
+        async for _ in persona.stream(text, conversation_id=conversation_id):
+            pass
+    assert s.requests == []  # nothing was sent, so nothing was paid for
+    assert len(persona.runtime.locks) == 0
+
+
 # --------------------------------------------------------------------------- tool rounds
 
 

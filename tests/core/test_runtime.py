@@ -60,7 +60,7 @@ async def test_unknown_and_missing_personas_are_config_errors(tmp_path: Path) ->
     empty = tmp_path / "empty"
     empty.mkdir()
     async with Runtime(_settings(tmp_path), personas_dir=empty) as runtime:
-        with pytest.raises(ConfigError, match="no personas found"):
+        with pytest.raises(ConfigError, match=r"no persona files \(\*\.toml\) in"):
             runtime.persona()
 
 

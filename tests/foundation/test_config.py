@@ -187,16 +187,13 @@ def test_temperature_in_range_or_blank(monkeypatch: pytest.MonkeyPatch, value: s
         ("BOT_PORT", "70000", "BOT_PORT must be between 0 and 65535"),
         ("OPENAI_BASE_URL", "api.z.ai/api/paas/v4", "OPENAI_BASE_URL must start with http"),
         ("ZAI_BASE_URL", "ftp://api.z.ai", "OPENAI_BASE_URL must start with http"),
-        ("LLM_MODEL", "", None),
+        ("LLM_MODEL", " ", "LLM_MODEL must be 1-128 printable ASCII characters"),
     ],
 )
 def test_invalid_values_name_the_variable(
-    monkeypatch: pytest.MonkeyPatch, env: str, value: str, expected: str | None
+    monkeypatch: pytest.MonkeyPatch, env: str, value: str, expected: str
 ) -> None:
     monkeypatch.setenv(env, value)
-    if expected is None:
-        Settings()  # an empty model name is the caller's business, not a crash
-        return
 
     with pytest.raises(ConfigError) as caught:
         Settings()
@@ -295,3 +292,63 @@ def test_constructing_settings_registers_no_secret() -> None:
 
     Settings.defaults(api_key="sk-settings-only-0123456789")
     assert "sk-settings-only-0123456789" not in errors._KNOWN_SECRETS
+
+
+@pytest.mark.parametrize(
+    ("env", "value", "line"),
+    [
+        ("LLM_TEMPERATURE", "abc", "LLM_TEMPERATURE must be a number (got 'abc')"),
+        ("LLM_TEMPERATURE", "nan", "LLM_TEMPERATURE must be a finite number (got 'nan')"),
+        ("LLM_TIMEOUT", "inf", "LLM_TIMEOUT must be a finite number (got 'inf')"),
+        ("LLM_TIMEOUT", "nan", "LLM_TIMEOUT must be a finite number (got 'nan')"),
+        ("LLM_RETRY_DEADLINE", "-inf", "LLM_RETRY_DEADLINE must be a finite number (got '-inf')"),
+        ("TOOL_TIMEOUT", "1e9", "TOOL_TIMEOUT must be at most 86400 (got '1e9')"),
+        ("LLM_MAX_RETRIES", "2.5", "LLM_MAX_RETRIES must be a whole number (got '2.5')"),
+        ("LLM_MODEL", "glm 4.7", "LLM_MODEL must be 1-128 printable ASCII characters"),
+        ("BOT_HOST", "[::1", "BOT_HOST is neither an IP address nor a host name"),
+        (
+            "OPENAI_BASE_URL",
+            "http://127.0.0.1:99999/v4",
+            "OPENAI_BASE_URL is not a valid URL (Port out of range 0-65535)",
+        ),
+    ],
+)
+def test_invalid_values_read_as_one_rule(
+    monkeypatch: pytest.MonkeyPatch, env: str, value: str, line: str
+) -> None:
+    monkeypatch.setenv(env, value)
+    with pytest.raises(ConfigError) as caught:
+        Settings()
+    assert str(caught.value).startswith(line)
+    assert "Input should" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://127.0.0.1:9/v4?key=0badc0de0badc0de", "'http://127.0.0.1:9/v4?key=***'"),
+        ("https://user:hunter2-secret@api.z.ai/v4", "'https://user:***@api.z.ai/v4'"),
+    ],
+)
+def test_a_base_url_with_credentials_is_refused_and_redacted(
+    monkeypatch: pytest.MonkeyPatch, url: str, shown: str
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    with pytest.raises(ConfigError) as caught:
+        Settings()
+    message = str(caught.value)
+    assert message.endswith(f"put the key in OPENAI_API_KEY (got {shown})")
+    assert "0badc0de0badc0de" not in message and "hunter2" not in message
+
+
+@pytest.mark.parametrize(
+    "env", ["PERSONAS_DIR", "DATA_DIR", "BOT_PORT", "LLM_TIMEOUT", "LLM_MODEL"]
+)
+def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch, env: str) -> None:
+    monkeypatch.setenv(env, "")
+    assert Settings().model_dump() == Settings.defaults().model_dump()
+
+
+def test_a_bracketed_ipv6_bot_host_is_an_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOT_HOST", "[::1]")
+    assert Settings().bot_host == "::1"

@@ -234,6 +234,28 @@ def test_redact_removes_bearer_tokens_and_key_values(template: str) -> None:
     assert secret not in redact(template.format(k=secret))
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "could not reach http://h:9/v4?key=AIzaSyA-1234567890abcdef: check it",
+            "could not reach http://h:9/v4?key=***: check it",
+        ),
+        ("https://user:hunter2-secret@api.z.ai/v4", "https://user:***@api.z.ai/v4"),
+        ("(got 'ftp://c0ffee00c0ffee00c0ffee00@zai.invalid/')", "(got 'ftp://***@zai.invalid/')"),
+        (
+            "GET /p?q=1&access_token=abc123&sig=ZZZ9 HTTP",
+            "GET /p?q=1&access_token=***&sig=*** HTTP",
+        ),
+        ("https://h/p?x-goog-credential=a%2Fb&page=2", "https://h/p?x-goog-credential=***&page=2"),
+        ("https://api.z.ai/api/paas/v4/chat/completions?stream=1", None),
+        ("mail me at someone@example.org", None),
+    ],
+)
+def test_redact_removes_credentials_from_urls(text: str, expected: str | None) -> None:
+    assert redact(text) == (text if expected is None else expected)
+
+
 def test_redact_removes_a_registered_secret_of_any_shape() -> None:
     errors.register_secret("plain-words-as-a-secret")
 

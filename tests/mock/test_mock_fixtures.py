@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from generic_framework.mock.normalize import canonical_text, chat_shape, turn_st
 from generic_framework.mock.schema import fixture_schema_text
 from generic_framework.mock.server import serve_forever
 from generic_framework.mock.sse import completion_to_events, events_to_completion, parse_sse
+from generic_framework.wire.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "docs" / "design" / "fixture.schema.json"
@@ -175,15 +177,28 @@ def test_serve_forever_reports_and_runs_uvicorn(monkeypatch: pytest.MonkeyPatch)
     seen: dict[str, Any] = {}
 
     def fake_run(self: Any, sockets: Any = None) -> None:
-        seen.update(host=self.config.host, port=self.config.port, app=self.config.app)
+        port = sockets[0].getsockname()[1]
+        seen.update(host=self.config.host, port=port, app=self.config.app)
 
     monkeypatch.setattr("uvicorn.Server.run", fake_run)
     lines: list[str] = []
-    serve_forever([], host="0.0.0.0", port=8090, latency_ms=5, echo=lines.append)
-    assert (seen["host"], seen["port"]) == ("0.0.0.0", 8090)
+    serve_forever([], host="127.0.0.1", port=0, latency_ms=5, echo=lines.append)
+    assert seen["host"] == "127.0.0.1" and seen["port"] > 0  # bound before uvicorn runs
     assert len(seen["app"].fixtures) == len(bundled_fixture_paths())
     assert seen["app"].latency == 0.005
-    assert lines[1] == "  general endpoint: http://0.0.0.0:8090/api/paas/v4"
+    # The port the system chose for --port 0, not 0.
+    assert lines[1] == f"  general endpoint: http://127.0.0.1:{seen['port']}/api/paas/v4"
+
+
+def test_serve_forever_refuses_a_taken_port_before_serving() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        lines: list[str] = []
+        with pytest.raises(ConfigError, match=rf"cannot listen on 127\.0\.0\.1:{port} .*in use"):
+            serve_forever([], host="127.0.0.1", port=port, echo=lines.append)
+    assert lines == []
 
 
 def test_the_server_stops_and_can_be_restarted() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -116,6 +117,20 @@ def cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Completed
     )
 
 
+def cli_bytes(
+    args: list[str | bytes], env: dict[str, str], cwd: Path
+) -> subprocess.CompletedProcess[bytes]:
+    """:func:`cli` with arguments that need not be UTF-8."""
+    return subprocess.run(
+        [sys.executable, "-m", "generic_framework", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
 # ------------------------------------------------------------------------------ the runs
 
 
@@ -162,12 +177,33 @@ def test_replay_and_cli_errors_hold_no_key(tmp_path: Path) -> None:
     runs["bad-url"] = cli(["chat", "say hi"], in_url, tmp_path)
     runs["bad-setting"] = cli(["chat", "say hi"], {**env, "LLM_TEMPERATURE": FAKE_KEY}, tmp_path)
     runs["replay"] = cli(["replay", str(outputs / "rec.json")], env, tmp_path)
+    # The refusals at the edge quote what was given: a key in it must not come back.
+    half, other = FAKE_KEY[:32], FAKE_KEY[33:]  # neither alone looks like a Z.AI key
+    refusals = {
+        "url-query": {**env, "OPENAI_BASE_URL": f"http://127.0.0.1:9/v4?key={half}"},
+        "url-password": {**env, "OPENAI_BASE_URL": f"http://user:{other}@127.0.0.1:9/v4"},
+        "url-user": {**env, "OPENAI_BASE_URL": f"https://{half}@127.0.0.1:9/v4"},
+        "bad-timeout": {**env, "LLM_TIMEOUT": FAKE_KEY},
+    }
+    for name, bad_env in refusals.items():
+        runs[name] = cli(["chat", "say hi"], bad_env, tmp_path)
+    options = {
+        "option-url": ["chat", "--base-url", f"http://127.0.0.1:9/v4?api_key={half}", "hi"],
+        "option-conversation": ["chat", "-c", FAKE_KEY, "hi"],
+        "option-model": ["chat", "--model", f"{FAKE_KEY} x", "hi"],
+    }
+    for name, args in options.items():
+        runs[name] = cli(args, env, tmp_path)
+    runs["not-utf8"] = cli_bytes(["chat", b"\xff" + FAKE_KEY.encode()], env, tmp_path)
 
     assert runs["chat-ok"].returncode == 0
     assert [runs[n].returncode for n in ("chat-401", "chat-500", "chat-proxy", "refused")] == [
         1, 1, 1, 1,
     ]  # fmt: skip
     assert runs["bad-url"].returncode == runs["bad-setting"].returncode == 2
+    for name in [*refusals, *options, "not-utf8"]:
+        assert runs[name].returncode == 2, (name, runs[name].stderr)
+        assert runs[name].stderr.startswith(b"error: "), (name, runs[name].stderr)
     assert (outputs / "rec.json").exists()
     for name, done in runs.items():
         assert leaks(done.stdout + done.stderr) == [], (name, done.stdout, done.stderr)
@@ -196,6 +232,7 @@ def test_service_errors_and_debug_log_hold_no_key(tmp_path: Path) -> None:
                 bodies.append(httpx.post(url, json=turn, headers=auth, timeout=30).content)
             for path in ("/v1/conversations/c1", "/v1/models", "/readyz", "/openapi.json", "/"):
                 bodies.append(httpx.get(f"{bot.url}{path}", headers=auth).content)
+            bodies += refused_requests(bot.url, auth)
     assert any(b"upstream_auth_failed" in body for body in bodies)
     assert any(b"upstream_error" in body for body in bodies)
     assert (outputs / "bot.log").stat().st_size > 0
@@ -232,6 +269,30 @@ def test_json_logs_metrics_and_traces_hold_no_key(tmp_path: Path) -> None:
     assert b"generic_framework_upstream_requests_total" in bodies[-2]
     assert [leaks(body) for body in bodies if leaks(body)] == []
     assert scan_tree(outputs) == {}
+
+
+def refused_requests(url: str, auth: dict[str, str]) -> list[bytes]:
+    """Bodies of requests the service refuses, each carrying the key somewhere."""
+    ask = {"model": "scout", "messages": [{"role": "user", "content": "say hi"}]}
+    posts = [
+        {**ask, "conversation_id": FAKE_KEY},  # has a dot: refused
+        {**ask, "stream": FAKE_KEY},  # not a boolean
+        {**ask, "model": FAKE_KEY},  # no such persona
+    ]
+    bodies = [httpx.post(f"{url}/v1/chat/completions", json=b, headers=auth).content for b in posts]
+    wrong = {"Authorization": f"Bearer {FAKE_KEY}"}
+    bodies.append(httpx.get(f"{url}/v1/models", headers=wrong).content)
+    bodies.append(httpx.get(f"{url}/v1/conversations/{FAKE_KEY}", headers=auth).content)
+    # A head over 16 KiB that carries the key: the 431 must not repeat it.
+    host, port = url.removeprefix("http://").split(":")
+    head = f"GET /v1/models HTTP/1.1\r\nHost: bot\r\nConnection: close\r\nX-Key: {FAKE_KEY}"
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(head.encode() + b"\r\nX-Pad: " + b"a" * 20_000 + b"\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:100]
+    return [*bodies, answer]
 
 
 def test_the_scan_finds_the_key_when_it_is_there(tmp_path: Path) -> None:

@@ -131,7 +131,10 @@ async def test_conversation_id_extension_uses_server_history(client_for: Client)
             404,
             "model_not_found",
         ),
-        (ask(conversation_id="../etc/passwd"), 400, "string_pattern_mismatch"),
+        (ask(conversation_id="../etc/passwd"), 400, "invalid_conversation_id"),
+        (ask(conversation_id="x" * 129), 400, "invalid_conversation_id"),
+        ({**ask("hi"), "stream": "yes"}, 400, "bool_type"),
+        ({**ask("hi"), "stream": 1}, 400, "bool_type"),
         (
             {"model": "scout", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
             400,
@@ -155,6 +158,17 @@ async def test_malformed_json_is_400(client_for: Client) -> None:
         response = await client.post("/v1/chat/completions", content=b"{not json")
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "json_invalid"
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+async def test_an_encoded_slash_is_not_redirected_to_another_conversation(
+    client_for: Client, method: str
+) -> None:
+    async with client_for() as client:
+        response = await client.request(method, "/v1/conversations/c1%2F")
+    # Starlette used to answer 307 to /v1/conversations/c1: a DELETE there is another delete.
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
 
 
 async def test_unknown_route_and_method_are_json(client_for: Client) -> None:
