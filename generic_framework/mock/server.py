@@ -22,6 +22,7 @@ import uvicorn
 from generic_framework.mock.app import (
     CODING_PREFIX,
     GENERAL_PREFIX,
+    MCP_SEARCH_PATH,
     FixtureSource,
     MockApp,
     create_app,
@@ -201,14 +202,23 @@ class MockServer:
         return self.app.catalog.examples()
 
 
-def bundled_examples(persona: str | None = DEFAULT_PERSONA) -> list[str]:
+def bundled_examples(
+    persona: str | None = DEFAULT_PERSONA, endpoint: str | None = "general"
+) -> list[str]:
     """The user inputs the bundled fixtures answer for ``persona``, best demonstrations first.
 
     Args:
         persona: only fixtures recorded with this persona (``scout``); ``None`` for all.
+        endpoint: only ``//`` questions recorded on this endpoint (``general`` or ``coding``:
+            with ``WEB_SEARCH_MODE=auto`` they search differently); ``None`` for all.
     """
     examples = Catalog(load_fixtures()).examples()
-    return [e["input"] for e in examples if persona is None or e["persona"] == persona]
+    return [
+        e["input"]
+        for e in examples
+        if (persona is None or e["persona"] == persona)
+        and (endpoint is None or e["endpoint"] == endpoint or not e["input"].startswith("//"))
+    ]
 
 
 def serve_forever(
@@ -252,6 +262,7 @@ def serve_forever(
         echo(f"  failing {fail_rate:.1%} of requests with HTTP 503 (seed {fail_seed})")
     echo(f"  general endpoint: http://{host}:{port}{GENERAL_PREFIX}")
     echo(f"  coding endpoint:  http://{host}:{port}{CODING_PREFIX}")
+    echo(f"  web search MCP:   http://{host}:{port}{MCP_SEARCH_PATH}")
     echo(f"  report:           http://{host}:{port}/mock/report")
     config = uvicorn.Config(app, host=host, port=port, lifespan="off", log_level="info")
     uvicorn.Server(config).run()
