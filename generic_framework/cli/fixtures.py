@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 from generic_framework.cli.common import EXIT_OK, err, run_command
@@ -20,7 +21,7 @@ def run_record(message: str, out: Path, persona: str | None) -> int:
 
         if not settings.has_api_key:
             raise ConfigError("record talks to the real endpoint: set OPENAI_API_KEY")
-        path = asyncio.run(record(settings, message, out, persona=persona))
+        path = asyncio.run(record(settings, message, out, persona=persona, environ=os.environ))
         err(f"wrote {path}")
         return EXIT_OK
 
@@ -33,6 +34,6 @@ def run_replay(paths: list[Path], as_json: bool) -> int:
     def check(settings: Settings) -> int:
         from generic_framework.recording.replay import replay_main
 
-        return replay_main(paths, settings=settings, as_json=as_json)
+        return replay_main(paths, settings=settings, as_json=as_json, environ=os.environ)
 
     return run_command(check)

@@ -1,8 +1,11 @@
 """The Starlette application: :func:`create_app` wires the runtime, personas, routes and middleware.
 
 One owner: the :class:`~generic_framework.runtime.Runtime` (the GLM client, the conversation
-store, the per-conversation locks). The app builds it, or borrows the one it is given; the
-personas are bound to it, and ``/v1/conversations`` uses its store and locks.
+store, the per-conversation locks, the MCP sessions). The app builds it, or borrows the one it is
+given; the personas are bound to it, and ``/v1/conversations`` uses its store and locks. At
+start-up (the lifespan) the runtime's client is opened, the web-search mode is logged once, and
+the served personas' MCP servers are started, so a broken server shows in the start-up log
+rather than in the first user's turn.
 
 Middleware, outermost first: CORS (only when ``BOT_CORS_ORIGINS`` is set), bearer auth on
 ``/v1/*`` (only when ``BOT_API_TOKEN`` is set), the body limit (``BOT_MAX_BODY``). Endpoints raise;
@@ -129,7 +132,7 @@ def _routes() -> list[Route | Mount]:
     ]
 
 
-def _own_runtime(settings: Settings) -> Runtime:
+def _own_runtime(settings: Settings, environ: Mapping[str, str] | None) -> Runtime:
     """The runtime of an app given none; DATA_DIR is created now, so /readyz can check it."""
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -137,7 +140,7 @@ def _own_runtime(settings: Settings) -> Runtime:
         raise ConfigError(
             f"cannot create DATA_DIR {str(settings.data_dir)!r} ({exc}); check DATA_DIR"
         ) from exc
-    return Runtime(settings)
+    return Runtime(settings, environ=environ)
 
 
 def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dict[str, PersonaLike]:
@@ -154,11 +157,17 @@ def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dic
 
 
 def _lifespan(state: ServiceState) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """At shutdown, close the runtime if the app built it (a borrowed one stays open)."""
+    """At start-up open the runtime and its personas' MCP servers; at shutdown close the
+    runtime if the app built it (a borrowed one stays open)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
+            if state.owns_runtime:
+                await state.runtime.open()
+            served = [p for p in state.personas.values() if isinstance(p, Persona)]
+            if any(persona.mcp_servers for persona in served):
+                await state.runtime.discover(served)
             yield
         finally:
             if state.owns_runtime:
@@ -172,6 +181,7 @@ def create_app(
     *,
     runtime: Runtime | None = None,
     personas: Mapping[str, PersonaLike] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Starlette:
     """Build the bot service over one :class:`~generic_framework.runtime.Runtime`.
 
@@ -185,6 +195,9 @@ def create_app(
             ``runtime.store`` and serialised by ``runtime.locks``, which
             ``/v1/conversations`` reads and takes too: a given
             :class:`~generic_framework.core.persona.Persona` must be bound to that runtime.
+        environ: the ``${VAR}`` values of persona files' MCP servers for a runtime the app
+            builds; ``os.environ`` when ``settings`` is omitted too (the app then reads the
+            environment anyway), none otherwise.
 
     Raises:
         ConfigError: a persona file or setting is invalid, or DATA_DIR cannot be created.
@@ -195,7 +208,9 @@ def create_app(
         raise TypeError("pass settings or runtime, not both (the runtime has its settings)")
     owns = runtime is None
     if runtime is None:
-        runtime = _own_runtime(settings if settings is not None else Settings())
+        if settings is None:
+            settings, environ = Settings(), os.environ if environ is None else environ
+        runtime = _own_runtime(settings, environ)
     state = ServiceState(runtime=runtime, personas=_served(runtime, personas), owns_runtime=owns)
     if not state.settings.has_api_key:
         logger.warning(

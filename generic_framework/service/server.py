@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import os
 from typing import Any
 
 import uvicorn
@@ -157,5 +158,5 @@ def run(settings: Settings, host: str | None = None, port: int | None = None) ->
         logging.basicConfig(
             level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
-    app = create_app(settings)
+    app = create_app(settings, environ=os.environ)
     uvicorn.Server(uvicorn_config(app, settings, host, port)).run()
