@@ -115,6 +115,10 @@ def test_the_cycle_finder_finds_a_deferred_circle() -> None:
         ("generic_framework.mock", ("core", "service", "cli", "recording", "runtime")),
         ("generic_framework.store", ("core", "service", "cli", "mock", "recording", "runtime")),
         ("generic_framework.core", ("service", "cli", "mock", "recording", "runtime")),
+        (
+            "generic_framework.mcp_tools",
+            ("core", "service", "cli", "mock", "recording", "runtime"),
+        ),
     ],
 )
 def test_lower_layers_do_not_import_higher_ones(layer: str, forbidden: tuple[str, ...]) -> None:
