@@ -27,6 +27,7 @@ from generic_framework.mcp_tools import sdk
 from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.mcp_tools.stderr import StderrPipe
 from generic_framework.tools.base import ToolError
+from generic_framework.wire.errors import redact
 
 if TYPE_CHECKING:
     import httpx2
@@ -42,6 +43,9 @@ RESTART_BACKOFF = 5.0
 _STOP_TIMEOUT = 15.0  # the SDK's own stdio shutdown is bounded at about 6.5 s
 _CALL_GRACE = 2.0  # the SDK times a call out itself; this outer bound only catches a hang
 _HTTP_ERRORS_KEPT = 64
+_TEXT_LIMIT = 2000
+_BODY_SHOWN = 300
+_GENERIC = "Server returned an error response"  # the SDK's text for any HTTP error status
 
 
 class MCPFailure(ToolError):
@@ -54,7 +58,7 @@ class MCPFailure(ToolError):
     """
 
     def __init__(self, text: str, *, kind: str = "other") -> None:
-        super().__init__(text)
+        super().__init__(redact(text, _TEXT_LIMIT))
         self.kind = kind
 
 
@@ -248,10 +252,16 @@ class MCPConnection:
     # ------------------------------------------------------------------ what went wrong
 
     async def _note_http(self, response: httpx2.Response) -> None:
-        """Keep the HTTP status of failed requests: the SDK reports only a generic error."""
-        if response.status_code < 400:
+        """Keep the HTTP status (and the server's message) of failed requests: the SDK reports
+        only a generic error. The body is read here; the SDK gets it from httpx2's cache."""
+        # GET opens the optional server-to-client stream; a 405 there is a normal answer.
+        if response.status_code < 400 or response.request.method != "POST":
             return
         status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+        with suppress(Exception):
+            detail = sdk.error_detail(await response.aread(), _BODY_SHOWN)
+            if detail:
+                status = f"{status}: {detail}"
         self._last_http_error = status
         signature = sdk.request_signature(response.request.content)
         if signature is not None:
@@ -263,7 +273,7 @@ class MCPConnection:
         if isinstance(exc, TimeoutError):
             why = f"it did not start and list its tools within {self.timeout:g} seconds"
         elif self._last_http_error is not None:
-            why = f"it answered {self._last_http_error} ({sdk.describe(exc)})"
+            why = f"it answered {self._last_http_error}"
         else:
             why = sdk.describe(exc)
         tail = self._stderr.summary() if self._stderr is not None else ""
@@ -288,7 +298,11 @@ class MCPConnection:
             status = self._http_errors.pop(signature, None)
             detail = sdk.describe(exc)
             if status is not None:
-                text = f"{server} refused the call with {status} ({detail})"
+                text = f"{server} refused the call with {status}"
+                if _GENERIC not in detail:
+                    text += f" ({detail})"
+                if " 401 " in f"{status} " or " 403 " in f"{status} ":
+                    text += "; check the credentials sent to it (the Authorization header)"
             elif kind == "refused":
                 text = f"{server} answered the call with an error: {detail}"
             else:

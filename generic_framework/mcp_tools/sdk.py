@@ -30,6 +30,7 @@ __all__ = [
     "classify",
     "describe",
     "ensure_imported",
+    "error_detail",
     "leaf",
     "list_all_tools",
     "open_client",
@@ -140,6 +141,22 @@ def request_signature(body: bytes) -> str | None:
     if isinstance(params, dict):
         params = {key: value for key, value in params.items() if key != "_meta"}
     return call_signature(str(message["method"]), params)
+
+
+def error_detail(body: bytes, limit: int) -> str:
+    """The message of an error body: Z.AI's ``{"error": {"message"}}``, a JSON-RPC error,
+    ``{"message"}``, or the start of the text."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[:limit]
+    error = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(error, dict):
+        message = error.get("message") or error.get("msg")
+        if message:
+            return str(message)[:limit]
+    return (error if isinstance(error, str) else text)[:limit]
 
 
 def leaf(exc: BaseException) -> BaseException:

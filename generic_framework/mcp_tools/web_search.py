@@ -113,8 +113,9 @@ def parse_results(text: str) -> tuple[list[WebSearchResult], str | None]:
     if isinstance(value, list):
         items = [_item(raw) for raw in value if isinstance(raw, dict)]
         return [item for item in items if item is not None], None
-    plain = value.strip() if isinstance(value, str) else text.strip()
-    return [], plain or None
+    # Not a list: the decoded text, or the decoded JSON written once (not twice) for the model.
+    plain = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return [], plain.strip() or None
 
 
 class WebSearchMCP:
