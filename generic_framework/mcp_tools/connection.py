@@ -135,6 +135,9 @@ class MCPConnection:
             async with asyncio.timeout(limit + _CALL_GRACE):
                 return await client.call_tool(tool, arguments, read_timeout_seconds=limit)
         except Exception as exc:
+            if self._closed:  # the runtime closed under the call: not the server's fault
+                closed = f"the MCP server {self.name!r} was closed with its runtime"
+                raise MCPFailure(closed, kind="closed") from None
             failure = self._call_failure(exc, tool, arguments, limit)
             if failure.kind in ("closed", "unreachable"):
                 self._mark_broken(generation, str(failure))

@@ -19,6 +19,7 @@ from zai_script import Script, call, completion
 
 from generic_framework.core.events import Done, ToolFinished
 from generic_framework.core.persona import Persona
+from generic_framework.mcp_tools import MCPFailure, MCPServerSpec
 from generic_framework.runtime import Runtime
 from generic_framework.tools import tool
 
@@ -300,3 +301,19 @@ async def test_the_example_persona_with_its_allowlist_and_environment(
     saved = tmp_path / ".generic-framework-notes.json"
     assert saved.read_text(encoding="utf-8") == '["milk"]'
     script.assert_done()
+
+
+async def test_closing_the_runtime_during_a_call_ends_the_call_and_the_child(
+    notes: dict[str, Any], settings: Any, tmp_path: Path
+) -> None:
+    runtime = Runtime(settings)
+    connection = runtime.mcp.connection(MCPServerSpec.model_validate(notes))
+    pending = asyncio.ensure_future(connection.call("wait", {"seconds": 60}))
+    pid = await asyncio.to_thread(wait_for_pid, tmp_path / "notes.pid")
+    await asyncio.sleep(0.5)
+    await runtime.aclose()
+    assert not alive(pid)
+    with pytest.raises(MCPFailure, match=r"^the MCP server 'notes' was closed with its runtime$"):
+        await asyncio.wait_for(pending, 10)
+    with pytest.raises(MCPFailure, match="closed with its runtime"):
+        await connection.listing()
