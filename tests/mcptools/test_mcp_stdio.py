@@ -129,7 +129,9 @@ async def test_a_server_killed_mid_turn_is_an_error_text_then_restarted(
 
     async def kill_during_the_call() -> int:
         pid = await asyncio.to_thread(wait_for_pid, pid_file)
-        await asyncio.sleep(1.0)  # the turn is waiting for the 60-second call by now
+        while not any(c.running for c in runtime.mcp.connections):  # started and listed
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # the turn is waiting for the 60-second call by now
         os.kill(pid, signal.SIGKILL)
         return pid
 
