@@ -33,12 +33,17 @@ if TYPE_CHECKING:
     import httpx2
     from mcp import Client
 
-__all__ = ["RESTART_BACKOFF", "Listing", "MCPConnection", "MCPFailure"]
+__all__ = ["MIN_START_TIMEOUT", "RESTART_BACKOFF", "Listing", "MCPConnection", "MCPFailure"]
 
 logger = logging.getLogger("generic_framework.mcp")
 
 RESTART_BACKOFF = 5.0
 """Seconds after a failed start during which the server is not started again."""
+
+MIN_START_TIMEOUT = 30.0
+"""Starting a server (spawn, handshake, ``tools/list``) may take at least this long, whatever
+the call timeout: an interpreter importing the SDK, or ``npx`` fetching a package, is slower
+than a tool call should be."""
 
 _STOP_TIMEOUT = 15.0  # the SDK's own stdio shutdown is bounded at about 6.5 s
 _CALL_GRACE = 2.0  # the SDK times a call out itself; this outer bound only catches a hang
@@ -75,12 +80,14 @@ class MCPConnection:
 
     Args:
         server: the server.
-        timeout: seconds to start the server and for each call when the spec sets none.
+        timeout: seconds for each call when the spec sets none; starting may take that long,
+            and at least :data:`MIN_START_TIMEOUT`.
     """
 
     def __init__(self, server: MCPServerSpec, *, timeout: float) -> None:
         self.server = server
         self.timeout = server.timeout or timeout
+        self.start_timeout = max(self.timeout, MIN_START_TIMEOUT)
         self._lock = asyncio.Lock()
         self._client: Client | None = None
         self._listing: Listing | None = None
@@ -174,7 +181,7 @@ class MCPConnection:
         self._ready, self._stop, self._last_http_error = ready, stop, None
         self._holder = asyncio.create_task(self._hold(ready, stop), name=repr(self))
         try:
-            async with asyncio.timeout(self.timeout):
+            async with asyncio.timeout(self.start_timeout):
                 client = await asyncio.shield(ready)
                 tools = await sdk.list_all_tools(client)
         except Exception as exc:
@@ -274,7 +281,7 @@ class MCPConnection:
 
     def _start_failure(self, exc: Exception) -> MCPFailure:
         if isinstance(exc, TimeoutError):
-            why = f"it did not start and list its tools within {self.timeout:g} seconds"
+            why = f"it did not start and list its tools within {self.start_timeout:g} seconds"
         elif self._last_http_error is not None:
             why = f"it answered {self._last_http_error}"
         else:

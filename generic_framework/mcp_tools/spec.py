@@ -8,7 +8,7 @@ A persona file lists its servers as an array of tables::
     args = ["tests/mcp_servers/notes_server.py"]
     env = { NOTES_DIR = "${HOME}/notes" }   # added to a minimal inherited environment
     tools = ["add_note", "list_notes"]      # optional allowlist (the server's own names)
-    timeout = 20                            # seconds per call; default TOOL_TIMEOUT
+    timeout = 20                            # seconds per call (start: 30 at least); TOOL_TIMEOUT
 
     [[mcp_servers]]
     name = "docs"
@@ -56,8 +56,8 @@ class MCPServerSpec(BaseModel):
         url: the endpoint of a streamable-HTTP server.
         headers: HTTP headers sent with every request to ``url``.
         tools: the server's tool names to offer (all when omitted).
-        timeout: seconds for starting the server and for each call (``TOOL_TIMEOUT`` when
-            omitted).
+        timeout: seconds for each call (``TOOL_TIMEOUT`` when omitted); starting the server may
+            take as long, and at least 30 seconds.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
