@@ -91,6 +91,7 @@ class MCPConnection:
         self._lock = asyncio.Lock()
         self._client: Client | None = None
         self._listing: Listing | None = None
+        self._known: Listing | None = None
         self._holder: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._ready: asyncio.Future[Client] | None = None
@@ -112,8 +113,14 @@ class MCPConnection:
 
     @property
     def running(self) -> bool:
-        """True while a session is open and not known to be broken."""
-        return self._client is not None and not self._broken
+        """True while a session is open and not known to be broken (or ended)."""
+        client = self._client
+        return client is not None and not self._broken and not sdk.session_ended(client)
+
+    @property
+    def known(self) -> Listing | None:
+        """The tools of the last session that started (kept while the server is down)."""
+        return self._known
 
     async def listing(self) -> Listing:
         """The server's tools (the session is started first when needed).
@@ -163,7 +170,13 @@ class MCPConnection:
             raise MCPFailure(f"the MCP server {self.name!r} was closed with its runtime")
         client = self._client
         if client is not None and not self._broken:
-            return client
+            if not sdk.session_ended(client):
+                return client
+            # Died between two uses (nothing was in flight): restart before the next request.
+            self._mark_broken(
+                self._generation,
+                f"the MCP server {self.name!r} stopped since its last use; it is restarted",
+            )
         async with self._lock:
             if self._closed:
                 raise MCPFailure(f"the MCP server {self.name!r} was closed with its runtime")
@@ -195,7 +208,7 @@ class MCPConnection:
             raise
         self._generation += 1
         self._client, self._broken, self._failed = client, False, None
-        self._listing = Listing(tuple(tools), self._generation)
+        self._listing = self._known = Listing(tuple(tools), self._generation)
         logger.info(
             "MCP server %r started (%s, session %d): %d tool(s): %s",
             self.name,

@@ -35,6 +35,7 @@ __all__ = [
     "list_all_tools",
     "open_client",
     "request_signature",
+    "session_ended",
 ]
 
 ErrorKind = Literal["timeout", "closed", "unreachable", "refused", "other"]
@@ -109,6 +110,19 @@ async def open_client(
         cache=None,
     )
     return await stack.enter_async_context(client)
+
+
+def session_ended(client: Client) -> bool:
+    """True when the client's transport has ended (a stdio child exited, the stream closed).
+
+    The SDK has no public way to ask; its JSON-RPC dispatcher keeps a ``_closed`` flag, read here
+    defensively: where it is missing this says False, and the next call finds out instead.
+    """
+    try:
+        dispatcher = client.session._dispatcher
+    except RuntimeError:  # the client has left its context
+        return True
+    return bool(getattr(dispatcher, "_closed", False))
 
 
 async def list_all_tools(client: Client) -> list[Tool]:

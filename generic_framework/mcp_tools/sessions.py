@@ -10,8 +10,9 @@ children: none outlives the runtime.
 
 Discovery is lazy: a server is started, and its tools listed, the first time a turn of a persona
 that declares it offers tools (or when :meth:`discover` warms them up, as the service does at
-start-up). A server that cannot be started is left out of that turn with a warning and tried
-again on a later turn; the model never sees tools that cannot be called.
+start-up). A server that has never started is left out of the turn with a warning (its tools are
+unknown) and tried again on a later turn. A server that ran before and cannot be restarted keeps
+its last known tools, so the model that calls one reads why the server is down.
 """
 
 from __future__ import annotations
@@ -182,10 +183,20 @@ class MCPSessions:
         try:
             return await connection.listing()
         except MCPFailure as failure:
-            logger.warning(
-                "%s: MCP server %r left out of this turn: %s", persona, connection.name, failure
-            )
-            return None
+            known = connection.known
+            if known is None:
+                logger.warning(
+                    "%s: MCP server %r left out of this turn: %s", persona, connection.name, failure
+                )
+            else:
+                logger.warning(
+                    "%s: MCP server %r is down; its last known tools are offered and answer "
+                    "why: %s",
+                    persona,
+                    connection.name,
+                    failure,
+                )
+            return known
 
     def _allowed(self, connection: MCPConnection, listing: Listing, persona: str) -> list[Any]:
         wanted = connection.server.tools

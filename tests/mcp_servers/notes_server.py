@@ -3,8 +3,9 @@
 It keeps short notes, in memory or in the JSON file named by ``NOTES_FILE``. The example
 persona ``personas/examples/notes.toml`` offers its notes tools; the tests also use the tools
 that exist to misbehave on purpose (``wait`` hangs, ``fail`` answers with an error, ``crash``
-kills the process mid-call) and ``NOTES_PID_FILE`` (the process writes its pid there), so a test
-can kill it or check that it is gone.
+kills the process mid-call), ``NOTES_PID_FILE`` (the process writes its pid there), so a test
+can kill it or check that it is gone, and ``NOTES_REFUSE_IF`` (it exits at once, with a message
+on stderr, while the file named there exists), so a test can make a restart fail.
 
 Run it as ``python tests/mcp_servers/notes_server.py``; it speaks MCP on stdin/stdout and logs
 to stderr.
@@ -91,6 +92,10 @@ def crash() -> str:
 
 
 if __name__ == "__main__":
+    refuse = os.environ.get("NOTES_REFUSE_IF")
+    if refuse and Path(refuse).exists():
+        print(f"notes server: refusing to start while {refuse} exists", file=sys.stderr)
+        sys.exit(4)
     _load()
     if os.environ.get("NOTES_PID_FILE"):
         Path(os.environ["NOTES_PID_FILE"]).write_text(str(os.getpid()), encoding="utf-8")

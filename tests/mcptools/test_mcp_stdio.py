@@ -319,3 +319,66 @@ async def test_closing_the_runtime_during_a_call_ends_the_call_and_the_child(
         await asyncio.wait_for(pending, 10)
     with pytest.raises(MCPFailure, match="closed with its runtime"):
         await connection.listing()
+
+
+async def test_a_server_that_cannot_be_restarted_answers_with_the_reason(
+    runtimes: MakeRuntime,
+    notes: dict[str, Any],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    refuse = tmp_path / "refuse"
+    server = {**notes, "env": {**notes["env"], "NOTES_REFUSE_IF": str(refuse)}}
+    script = Script(
+        completion(tool_calls=[call("notes__add_note", {"text": "one"})]),
+        completion("Saved."),
+        completion(tool_calls=[call("notes__list_notes", {})]),
+        completion("The notes server is down."),
+    )
+    persona = keeper(runtimes(script), server)
+    await persona.respond("save one")
+    pid = wait_for_pid(tmp_path / "notes.pid")
+    refuse.touch()
+    os.kill(pid, signal.SIGKILL)
+    (connection,) = persona.runtime.mcp.connections
+    for _ in range(200):  # the session notices the end of the child's stdout
+        if not connection.running:
+            break
+        await asyncio.sleep(0.05)
+    assert not connection.running
+    reply = await persona.respond("list my notes")
+    # The tools it had are still offered, and calling one says why it is not there.
+    assert "notes__list_notes" in offered(script.requests[2])
+    result = reply.rounds[0].results[0]
+    assert not result.ok
+    assert result.content.startswith(
+        "Error: tool 'notes__list_notes' failed: the MCP server 'notes' could not be started:"
+    )
+    assert f"refusing to start while {refuse} exists" in result.content
+    assert reply.content == "The notes server is down."
+    assert any("is down; its last known tools are offered" in r.getMessage()
+               for r in caplog.records)  # fmt: skip
+
+
+async def test_a_server_that_died_between_turns_is_restarted_before_the_next(
+    runtimes: MakeRuntime, notes: dict[str, Any], tmp_path: Path
+) -> None:
+    script = Script(
+        completion(tool_calls=[call("notes__add_note", {"text": "one"})]),
+        completion("Saved."),
+        completion(tool_calls=[call("notes__add_note", {"text": "two"})]),
+        completion("Saved again."),
+    )
+    persona = keeper(runtimes(script), notes)
+    await persona.respond("save one")
+    first = wait_for_pid(tmp_path / "notes.pid")
+    os.kill(first, signal.SIGKILL)
+    (connection,) = persona.runtime.mcp.connections
+    for _ in range(200):
+        if not connection.running:
+            break
+        await asyncio.sleep(0.05)
+    reply = await persona.respond("save two")
+    # No error reached the model: a new process answered (its notes started afresh).
+    assert reply.rounds[0].results[0].content == "Saved note 1: two"
+    assert wait_for_pid(tmp_path / "notes.pid", not_=first) != first
