@@ -58,8 +58,8 @@ class MCPFailure(ToolError):
 
     Attributes:
         kind: ``start`` (the server did not start), ``timeout``, ``closed`` (the connection
-            was lost), ``unreachable``, ``refused`` (the server answered with an error), or
-            ``other``.
+            was lost), ``unreachable``, ``expired`` (an HTTP server forgot the session),
+            ``refused`` (the server answered with an error), or ``other``.
     """
 
     def __init__(self, text: str, *, kind: str = "other") -> None:
@@ -143,19 +143,23 @@ class MCPConnection:
                 connection, an error answer such as HTTP 401).
         """
         limit = seconds or self.timeout
-        client = await self._session()
-        generation = self._generation
-        try:
-            async with asyncio.timeout(limit + _CALL_GRACE):
-                return await client.call_tool(tool, arguments, read_timeout_seconds=limit)
-        except Exception as exc:
-            if self._closed:  # the runtime closed under the call: not the server's fault
-                closed = f"the MCP server {self.name!r} was closed with its runtime"
-                raise MCPFailure(closed, kind="closed") from None
-            failure = self._call_failure(exc, tool, arguments, limit)
-            if failure.kind in ("closed", "unreachable"):
-                self._mark_broken(generation, str(failure))
-            raise failure from None
+        for attempt in (1, 2):
+            client = await self._session()
+            generation = self._generation
+            try:
+                async with asyncio.timeout(limit + _CALL_GRACE):
+                    return await client.call_tool(tool, arguments, read_timeout_seconds=limit)
+            except Exception as exc:
+                if self._closed:  # the runtime closed under the call: not the server's fault
+                    closed = f"the MCP server {self.name!r} was closed with its runtime"
+                    raise MCPFailure(closed, kind="closed") from None
+                failure = self._call_failure(exc, tool, arguments, limit)
+                if failure.kind in ("closed", "unreachable", "expired"):
+                    self._mark_broken(generation, str(failure))
+                # An expired HTTP session refused the call unrun: once more on a new session.
+                if failure.kind != "expired" or attempt == 2:
+                    raise failure from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:
         """Stop the session (and a stdio server's process); later uses fail. Idempotent."""
@@ -320,6 +324,10 @@ class MCPConnection:
             signature = sdk.call_signature("tools/call", {"name": tool, "arguments": arguments})
             status = self._http_errors.pop(signature, None)
             detail = sdk.describe(exc)
+            if status is not None and status.startswith("HTTP 404"):
+                # The spec's answer to a request on a session the server no longer knows.
+                text = f"{server} no longer knows the session ({status}); a new one is opened"
+                return MCPFailure(text, kind="expired")
             if status is not None:
                 text = f"{server} refused the call with {status}"
                 if _GENERIC not in detail:

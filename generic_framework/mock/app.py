@@ -233,6 +233,10 @@ class MockApp:
         """Replace the loaded fixtures (progress and logs start afresh)."""
         self.catalog = Catalog(fixtures)
 
+    def end_mcp_sessions(self) -> None:
+        """Forget the Web Search MCP endpoint's sessions (a server restart, as clients see it)."""
+        self._mcp.end_sessions()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point."""
         if scope["type"] == "lifespan":

@@ -128,6 +128,11 @@ class MCPEndpoint:
             for name in names or [DEFAULT_TOOL_NAME]
         ]
 
+    def end_sessions(self) -> None:
+        """Forget every session, as a restarted server does (later requests on them get 404)."""
+        with self._lock:
+            self._sessions.clear()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send, catalog: Catalog) -> None:
         """Answer one HTTP request to the endpoint."""
         method = scope["method"]

@@ -197,6 +197,10 @@ class MockServer:
         """Serve a different set of fixtures from now on."""
         self.app.set_fixtures(fixtures)
 
+    def end_mcp_sessions(self) -> None:
+        """Forget the Web Search MCP sessions: the next request on one gets 404."""
+        self.app.end_mcp_sessions()
+
     def examples(self) -> list[dict[str, str]]:
         """The user inputs the loaded fixtures have answers for."""
         return self.app.catalog.examples()

@@ -238,3 +238,25 @@ async def test_results_keep_their_fields_as_citations(searched: Turn) -> None:
     assert (first.title, first.url, first.site, first.published, first.snippet) == (
         expected.title, expected.link, expected.media, expected.publish_date, expected.content,
     )  # fmt: skip
+
+
+async def test_an_expired_session_is_replaced_without_the_model_noticing(tmp_path: Path) -> None:
+    fixture = search_fixture("again", "late ferry")
+    async with MockServer([fixture], api_keys={KEY}) as server:
+        script = Script(
+            completion(tool_calls=[call("search_web", {"query": "late ferry"})]),
+            completion("First [ref_1]."),
+            completion(tool_calls=[call("search_web", {"query": "late ferry"})]),
+            completion("Second [ref_1]."),
+        )
+        settings = make_settings(tmp_path, api_key=KEY, web_search_mode="mcp",
+                                 web_search_mcp_url=server.url + MCP_SEARCH_PATH)  # fmt: skip
+        async with Runtime(settings, transport=script) as runtime:
+            persona = Persona("seeker", "Search, then answer.", runtime=runtime)
+            first = await persona.respond("// late ferry")
+            server.end_mcp_sessions()  # as a restarted server, or an idle session's expiry
+            second = await persona.respond("// late ferry")
+        served = server.report()["fixtures"][0]["served"]
+    script.assert_done()
+    assert first.content == "First [1]." and second.content == "Second [1]."
+    assert second.rounds[0].results[0].ok and served == [2]
