@@ -281,12 +281,11 @@ class Persona(TurnEngine):
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Parse the message, run the loop under the conversation's lock, store, then Done."""
         query, plan = self._parse(text)
-        if query:
-            plan = await self._with_mcp_tools(plan, web=plan is self._web_plan)
         if not query:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
             yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
             return
+        plan = await self._with_mcp_tools(plan, web=plan is self._web_plan)
         end: TurnEnd | None = None
         async with self.runtime.locks.hold(conversation_id):
             history: list[Message] = []
@@ -316,10 +315,12 @@ class Persona(TurnEngine):
     async def _with_mcp_tools(self, plan: ToolPlan, *, web: bool) -> ToolPlan:
         """The turn's plan with the MCP servers' tools, when the turn offers tools at all.
 
-        ``//`` turns offer them, and plain turns of a ``tools_always`` persona. The plan is
-        cached per set of tool objects, which the runtime keeps while the sessions last.
+        ``//`` turns offer them, and plain turns of a ``tools_always`` persona (never with
+        ``max_tool_rounds = 0``: no server is started for tools that are not offered). The plan
+        is cached per set of tool objects, which the runtime keeps while the sessions last.
         """
-        if not self.spec.mcp_servers or not (web or self.spec.tools_always):
+        offers = web or self.spec.tools_always
+        if not self.spec.mcp_servers or not offers or self.max_tool_rounds == 0:
             return plan
         tools = await self.runtime.mcp.toolset(
             self.spec.mcp_servers, reserved=reserved_names(plan), persona=self.name
