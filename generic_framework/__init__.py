@@ -28,6 +28,7 @@ _EXPORTS: dict[str, str] = {
     "GLMClient": "generic_framework.wire.client",
     "GLMError": "generic_framework.wire.errors",
     "InsufficientBalanceError": "generic_framework.wire.errors",
+    "MCPServerSpec": "generic_framework.mcp_tools.spec",
     "NotFoundError": "generic_framework.wire.errors",
     "Persona": "generic_framework.core.persona",
     "PersonaSpec": "generic_framework.core.spec",
@@ -71,6 +72,7 @@ __all__ = [
     "GLMClient",
     "GLMError",
     "InsufficientBalanceError",
+    "MCPServerSpec",
     "NotFoundError",
     "Persona",
     "PersonaEvent",
@@ -128,6 +130,9 @@ if TYPE_CHECKING:
     )
     from generic_framework.core.spec import (
         PersonaSpec,
+    )
+    from generic_framework.mcp_tools.spec import (
+        MCPServerSpec,
     )
     from generic_framework.runtime import (
         Runtime,

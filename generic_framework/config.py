@@ -12,7 +12,8 @@ unset (``PERSONAS_DIR=`` means ``./personas``), as compose files and ``.env.exam
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_core import ErrorDetails
@@ -31,12 +32,26 @@ from generic_framework.limits import (
     ToolRounds,
     wording,
 )
-from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.errors import ConfigError, redact
 
-__all__ = ["CODING_BASE_URL", "DEFAULT_BASE_URL", "Settings", "load_dotenv"]
+__all__ = [
+    "CODING_BASE_URL",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_SEARCH_MCP_URL",
+    "SEARCH_MCP_PATH",
+    "SearchMode",
+    "Settings",
+    "load_dotenv",
+]
 
 DEFAULT_BASE_URL = "https://api.z.ai/api/paas/v4"
 CODING_BASE_URL = "https://api.z.ai/api/coding/paas/v4"
+SEARCH_MCP_PATH = "/api/mcp/web_search_prime/mcp"
+"""Where Z.AI serves its Web Search MCP server, on the origin of the chat endpoints."""
+DEFAULT_SEARCH_MCP_URL = "https://api.z.ai" + SEARCH_MCP_PATH
+
+SearchMode = Literal["builtin", "client", "mcp", "off"]
+"""A web-search mode as it runs; ``auto`` (the setting's default) resolves to one of these."""
 
 
 def load_dotenv(path: str | Path | None = None) -> bool:
@@ -88,7 +103,8 @@ class Settings(BaseSettings):
     llm_max_concurrency: int = Field(default=100, ge=1, le=10_000)
     max_tool_rounds: ToolRounds = 5
     tool_timeout: Seconds = 30.0
-    web_search_mode: Literal["builtin", "client", "off"] = "builtin"
+    web_search_mode: Literal["auto", "builtin", "client", "mcp", "off"] = "auto"
+    web_search_mcp_url: str | None = None
     web_search_engine: str = "search_pro_jina"
     web_search_count: SearchCount = 5
     web_search_recency: Recency = "noLimit"
@@ -133,7 +149,7 @@ class Settings(BaseSettings):
             return None
         return value.strip() if isinstance(value, str) else value
 
-    @field_validator("llm_temperature", "llm_thinking", mode="before")
+    @field_validator("llm_temperature", "llm_thinking", "web_search_mcp_url", mode="before")
     @classmethod
     def _blank_optional(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
@@ -148,6 +164,13 @@ class Settings(BaseSettings):
     def _lower_format(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
 
+    @field_validator("web_search_mcp_url")
+    @classmethod
+    def _check_mcp_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value
+
     @property
     def has_api_key(self) -> bool:
         """True when a non-empty API key is configured."""
@@ -155,8 +178,58 @@ class Settings(BaseSettings):
 
     @property
     def is_coding_endpoint(self) -> bool:
-        """True for the Coding Plan endpoint (``.../api/coding/paas/v4``)."""
-        return "/coding/" in self.base_url
+        """True for a Coding Plan endpoint: ``/api/coding/`` in the base URL's path.
+
+        ``https://api.z.ai/api/coding/paas/v4``, ``https://open.bigmodel.cn/api/coding/paas/v4``
+        and the mock's ``http://127.0.0.1:PORT/api/coding/paas/v4`` all are.
+        """
+        return "/api/coding/" in urlsplit(self.base_url).path + "/"
+
+    @property
+    def search_mode(self) -> SearchMode:
+        """``WEB_SEARCH_MODE`` as it runs (see :meth:`run_mode`)."""
+        return self.run_mode(self.web_search_mode)
+
+    def run_mode(self, mode: str | None) -> SearchMode:
+        """The mode that runs for ``mode`` (``None``: ``WEB_SEARCH_MODE``).
+
+        ``auto`` is ``mcp`` on a Coding Plan endpoint, which has been reported to ignore the
+        built-in tool and whose keys get 1113 from the REST search (docs/protocol.md §0.4,
+        §6b), and ``builtin`` everywhere else.
+        """
+        chosen = self.web_search_mode if mode is None else mode
+        if chosen == "auto":
+            return "mcp" if self.is_coding_endpoint else "builtin"
+        if chosen not in ("builtin", "client", "mcp", "off"):
+            raise ConfigError(f"unknown web search mode {chosen!r}")
+        return cast(SearchMode, chosen)
+
+    @property
+    def search_mcp_url(self) -> str:
+        """The Web Search MCP server: ``WEB_SEARCH_MCP_URL``, else the chat endpoint's origin
+        with Z.AI's path when the base URL has Z.AI's layout (``{origin}/api/...``: Z.AI,
+        BigModel, the mock), else Z.AI's own server."""
+        if self.web_search_mcp_url:
+            return self.web_search_mcp_url
+        parts = urlsplit(self.base_url)
+        if parts.path.startswith("/api/"):
+            return f"{parts.scheme}://{parts.netloc}{SEARCH_MCP_PATH}"
+        return DEFAULT_SEARCH_MCP_URL
+
+    def describe_search(self) -> str:
+        """One line saying how ``//`` messages search, for the start-up log and ``personas``."""
+        mode = self.search_mode
+        where = {
+            "builtin": "Z.AI's built-in web_search tool, run server-side",
+            "client": f"search_web through the Web Search API ({self.base_url}/web_search)",
+            "mcp": f"search_web through the Web Search MCP server ({redact(self.search_mcp_url)})",
+            "off": "no web search (only the personas' own tools)",
+        }[mode]
+        if self.web_search_mode == "auto":
+            coding = self.is_coding_endpoint
+            endpoint = "a Coding Plan endpoint" if coding else "the general endpoint"
+            return f"web search: WEB_SEARCH_MODE=auto -> {mode} ({endpoint}): {where}"
+        return f"web search: WEB_SEARCH_MODE={mode}: {where}"
 
     @property
     def database_path(self) -> Path:

@@ -5,7 +5,7 @@ variable (:class:`~generic_framework.config.Settings`), an HTTP body or path (th
 persona file (:class:`~generic_framework.core.spec.PersonaSpec`), or a library call. Each edge
 checks it there, once, with the rule below, before anything is started or sent upstream; the
 store enforces the conversation-id rule again on every write, so nothing can get past it
-(docs/design/0310).
+(docs/design/0313).
 
 Each rule comes in two spellings: a ``check_*`` function that returns the (normalised) value or
 raises :class:`ValueError` with a message that says what is allowed (CLI callbacks, the store,

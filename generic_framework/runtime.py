@@ -1,20 +1,23 @@
 """Runtime: the one place that wires a deployment together.
 
-A :class:`Runtime` owns the GLM client, the conversation store and the per-conversation locks
-(see :class:`~generic_framework.core.resources.Resources`), reads the persona files of
-``PERSONAS_DIR`` and hands out personas bound to it. The CLI (every command), the service, the
-recorder, the replay runner and the benchmarks get their personas from a runtime::
+A :class:`Runtime` owns the GLM client, the conversation store, the per-conversation locks and
+the MCP sessions (see :class:`~generic_framework.core.resources.Resources`), reads the persona
+files of ``PERSONAS_DIR`` and hands out personas bound to it. The CLI (every command), the
+service, the recorder, the replay runner and the benchmarks get their personas from a runtime::
 
     async with Runtime.from_env() as runtime:
         scout = runtime.persona("scout")
         reply = await scout.respond("// what's the weather in Nanaimo?", conversation_id="u42")
 
-Closing the runtime closes everything it opened, once; personas bound to it stay usable only
-while it is open.
+Closing the runtime closes everything it opened, once (stdio MCP servers are stopped then);
+personas bound to it stay usable only while it is open.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +40,7 @@ DEFAULT_PERSONA = "scout"
 
 
 class Runtime(Resources):
-    """Client, store, locks and personas for one deployment.
+    """Client, store, locks, MCP sessions and personas for one deployment.
 
     Args:
         settings: the configuration; :meth:`Settings.defaults` when omitted (use
@@ -48,6 +51,8 @@ class Runtime(Resources):
         personas_dir: where the persona files are (``settings.personas_dir`` when omitted).
         telemetry: metrics and tracing to record to (see
             :class:`~generic_framework.core.resources.Resources`).
+        environ: the variables ``${VAR}`` in persona files' MCP servers are taken from
+            (:meth:`from_env`, the CLI and the service pass ``os.environ``; none otherwise).
     """
 
     def __init__(
@@ -59,9 +64,15 @@ class Runtime(Resources):
         transport: httpx.AsyncBaseTransport | None = None,
         personas_dir: str | Path | None = None,
         telemetry: Telemetry | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
-            settings, client=client, store=store, transport=transport, telemetry=telemetry
+            settings,
+            client=client,
+            store=store,
+            transport=transport,
+            telemetry=telemetry,
+            environ=environ,
         )
         self.personas_dir = Path(personas_dir or self.settings.personas_dir)
         self._specs: dict[str, PersonaSpec] | None = None
@@ -69,12 +80,13 @@ class Runtime(Resources):
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Runtime:
-        """A runtime on ``Settings(**overrides)``: arguments first, then the environment.
+        """A runtime on ``Settings(**overrides)``: arguments first, then the environment, which
+        also supplies the ``${VAR}`` values of persona files' MCP servers.
 
         Raises:
             ConfigError: a setting is invalid.
         """
-        return cls(Settings(**overrides))
+        return cls(Settings(**overrides), environ=os.environ)
 
     def specs(self, *, required: bool = False) -> dict[str, PersonaSpec]:
         """The persona files of :attr:`personas_dir`, by name (read once, then cached).
@@ -132,3 +144,16 @@ class Runtime(Resources):
     def personas(self) -> dict[str, Persona]:
         """Every persona of :attr:`personas_dir`, bound to this runtime, by name."""
         return {name: self.persona(name) for name in self.specs()}
+
+    async def discover(self, personas: Iterable[Persona] | None = None) -> int:
+        """Start the MCP servers of ``personas`` (default: every persona file) and list their
+        tools now, instead of on each server's first turn; failures are logged, not raised.
+
+        Returns:
+            How many servers are running.
+        """
+        chosen = list(self.personas().values()) if personas is None else list(personas)
+        counts = await asyncio.gather(
+            *(self.mcp.discover(p.mcp_servers, persona=p.name) for p in chosen if p.mcp_servers)
+        )
+        return sum(counts)

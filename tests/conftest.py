@@ -1,4 +1,5 @@
-"""Suite-wide guard: tests are offline (any attempt to reach the real Z.AI service fails).
+"""Suite-wide guards: tests are offline (any attempt to reach the real Z.AI service fails), and
+no MCP server process started by the suite outlives it.
 
 Library tests build ``Settings.defaults(...)`` and never read the environment; the tests of the
 entry points (CLI, service processes, ``Settings()``) give their processes or fixtures a clean
@@ -7,10 +8,12 @@ environment themselves."""
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from mcp_servers.leftovers import mcp_children
 
 _FORBIDDEN_HOSTS = ("api.z.ai", "z.ai", "open.bigmodel.cn", "bigmodel.cn")
 
@@ -47,3 +50,21 @@ def _offline() -> Iterator[None]:
     yield
     socket.getaddrinfo = _real_getaddrinfo
     socket.create_connection = _real_create_connection
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_leftover_mcp_servers() -> Iterator[None]:
+    """Fail the run when an MCP server of tests/mcp_servers is still running at its end.
+
+    Runtimes stop their stdio children when they close, and CLI and service processes close
+    their runtimes; a child found here escaped that. Processes that were running before the
+    suite started are not counted.
+    """
+    before = mcp_children()
+    yield
+    deadline = time.monotonic() + 10.0
+    left = mcp_children() - before
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = mcp_children() - before
+    assert not left, f"MCP server processes outlived the test suite: {sorted(left)}"

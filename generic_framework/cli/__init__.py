@@ -76,7 +76,7 @@ def _rule(name: str) -> Callable[[_V | None], _V | None]:
     """A typer callback checking a value with ``generic_framework.limits.<name>``.
 
     The rules are the ones the environment, the service, persona files and the store use
-    (docs/design/0310); a refused value becomes a usage error naming the option, before any
+    (docs/design/0313); a refused value becomes a usage error naming the option, before any
     command starts. Imported when an option is given, so ``--help`` stays fast.
     """
 

@@ -11,6 +11,7 @@ from generic_framework.cli.common import (
     EXIT_OK,
     err,
     new_conversation_id,
+    open_runtime,
     run_command,
 )
 from generic_framework.cli.interactive import interactive
@@ -18,7 +19,6 @@ from generic_framework.cli.offline import no_recording_text, offline_notice, unr
 from generic_framework.cli.output import print_reply
 from generic_framework.config import Settings
 from generic_framework.core.reply import Reply
-from generic_framework.runtime import Runtime
 from generic_framework.wire.errors import GLMError
 
 __all__ = ["ChatOptions", "run_chat"]
@@ -42,7 +42,7 @@ def run_chat(options: ChatOptions) -> int:
 
     def chat(settings: Settings) -> int:
         # A missing or unknown persona is refused before the embedded mock starts.
-        Runtime(settings).spec(options.persona)
+        open_runtime(settings).spec(options.persona)
         with upstream(settings, options.mock) as (active, offline):
             if offline:
                 err(offline_notice(options.mock))
@@ -58,7 +58,7 @@ def _one_shot(settings: Settings, message: str, options: ChatOptions, offline: b
         reply = asyncio.run(_answer(settings, message, options))
     except GLMError as exc:
         if offline and unrecorded(exc):
-            err(no_recording_text())
+            err(no_recording_text(settings.is_coding_endpoint))
             return EXIT_ERROR
         raise
     if options.as_json:
@@ -70,7 +70,7 @@ def _one_shot(settings: Settings, message: str, options: ChatOptions, offline: b
 
 async def _answer(settings: Settings, message: str, options: ChatOptions) -> Reply:
     """The persona's reply, from a runtime open for this one turn."""
-    async with Runtime(settings) as runtime:
+    async with open_runtime(settings) as runtime:
         persona = runtime.persona(options.persona)
         conversation = options.conversation or new_conversation_id()
         return await persona.respond(message, conversation_id=conversation)

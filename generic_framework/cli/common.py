@@ -7,16 +7,20 @@ Every command returns an exit code instead of raising, so a failure ends as one 
 
 from __future__ import annotations
 
+import os
 import sys
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from generic_framework.config import Settings, load_dotenv
 from generic_framework.wire import errors as e
 from generic_framework.wire.errors import ConfigError, GLMError, redact
+
+if TYPE_CHECKING:
+    from generic_framework.runtime import Runtime
 
 __all__ = [
     "EXIT_ERROR",
@@ -27,6 +31,7 @@ __all__ = [
     "internal_error",
     "load_settings",
     "new_conversation_id",
+    "open_runtime",
     "run_command",
     "usage_error",
 ]
@@ -81,6 +86,14 @@ def load_settings(**overrides: Any) -> Settings:
     """
     load_dotenv()
     return Settings(**{key: value for key, value in overrides.items() if value is not None})
+
+
+def open_runtime(settings: Settings) -> Runtime:
+    """The command's runtime: ``settings``, and the process environment for ``${VAR}`` in
+    persona files' MCP servers (the CLI is where the environment is read)."""
+    from generic_framework.runtime import Runtime  # not for `mock` or `--help`: keep them light
+
+    return Runtime(settings, environ=os.environ)
 
 
 def new_conversation_id() -> str:

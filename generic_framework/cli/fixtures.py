@@ -28,7 +28,7 @@ def run_record(message: str, out: Path, persona: str | None) -> int:
         Runtime(settings).spec(persona)
         _check_writable(out)
         try:
-            path = asyncio.run(record(settings, message, out, persona=persona))
+            path = asyncio.run(record(settings, message, out, persona=persona, environ=os.environ))
         except OSError as exc:
             err(f"error: could not write {str(out)!r} ({exc.strerror or exc}): the call was made")
             return EXIT_ERROR
@@ -59,6 +59,6 @@ def run_replay(paths: list[Path], as_json: bool) -> int:
     def check(settings: Settings) -> int:
         from generic_framework.recording.replay import replay_main
 
-        return replay_main(paths, settings=settings, as_json=as_json)
+        return replay_main(paths, settings=settings, as_json=as_json, environ=os.environ)
 
     return run_command(check)

@@ -15,7 +15,7 @@ import io
 import sys
 from dataclasses import dataclass
 
-from generic_framework.cli.common import EXIT_OK, err, explain, new_conversation_id
+from generic_framework.cli.common import EXIT_OK, err, explain, new_conversation_id, open_runtime
 from generic_framework.cli.offline import no_recording_text, unrecorded
 from generic_framework.cli.output import print_reply, print_sources
 from generic_framework.cli.status import Status
@@ -62,7 +62,7 @@ def interactive(
         ConfigError: no personas, or no persona of that name.
     """
     with asyncio.Runner() as runner:
-        runtime = Runtime(settings)
+        runtime = open_runtime(settings)
         try:
             chosen = runtime.persona(persona)
             runner.run(runtime.open())
@@ -117,7 +117,7 @@ def _run_turn(runner: asyncio.Runner, session: _Session, text: str) -> None:
         err("\n(cancelled; nothing of this turn was stored)")
     except GLMError as exc:
         if session.offline and unrecorded(exc):
-            err(no_recording_text())
+            err(no_recording_text(session.runtime.settings.is_coding_endpoint))
         else:
             err(explain(exc, session.runtime.settings))
 

@@ -1,8 +1,9 @@
 """Offline mode: answers from the embedded mock server when there is no API key (or ``--mock``).
 
 The mock (:class:`~generic_framework.mock.MockServer`, the bundled fixtures) runs in-process on an
-ephemeral loopback port; the commands get a copy of the settings pointing at it with a placeholder
-key. A request it has no recording for fails with :data:`~generic_framework.mock.NO_MATCH_CODE`,
+ephemeral loopback port; the commands get a copy of the settings pointing at it (its general or
+coding endpoint, as configured, and its Web Search MCP endpoint) with a placeholder key. A
+request it has no recording for fails with :data:`~generic_framework.mock.NO_MATCH_CODE`,
 which :func:`unrecorded` recognises and :func:`no_recording_text` answers honestly.
 """
 
@@ -34,8 +35,15 @@ def upstream(settings: Settings, force_mock: bool) -> Iterator[tuple[Settings, b
     from generic_framework.mock import MockServer, bundled_fixture_paths
 
     with MockServer(bundled_fixture_paths()) as server:
+        # The mock's twin of the configured endpoint, so WEB_SEARCH_MODE=auto picks the same
+        # mode offline (mcp for a Coding Plan endpoint, through the mock's Web Search MCP).
+        base = server.coding_base_url if settings.is_coding_endpoint else server.base_url
         offline = settings.model_copy(
-            update={"base_url": server.base_url, "api_key": SecretStr(_PLACEHOLDER_KEY)}
+            update={
+                "base_url": base,
+                "api_key": SecretStr(_PLACEHOLDER_KEY),
+                "web_search_mcp_url": None,
+            }
         )
         yield offline, True
 
@@ -53,13 +61,18 @@ def unrecorded(exc: GLMError) -> bool:
     return exc.code == NO_MATCH_CODE
 
 
-def no_recording_text() -> str:
-    """The honest answer to a question the embedded mock has no recording for."""
+def no_recording_text(coding: bool = False) -> str:
+    """The honest answer to a question the embedded mock has no recording for.
+
+    Args:
+        coding: the configured endpoint is a Coding Plan one (its ``//`` questions differ).
+    """
     from generic_framework.mock import bundled_examples
 
     lines = [
         "The embedded mock has no recorded answer for that message (it never invents one).",
         "Set OPENAI_API_KEY for real answers, or try one of the recorded questions:",
     ]
-    lines += [f"  generic-framework chat {example!r}" for example in bundled_examples()]
+    examples = bundled_examples(endpoint="coding" if coding else "general")
+    lines += [f"  generic-framework chat {example!r}" for example in examples]
     return "\n".join(lines)

@@ -11,16 +11,25 @@ A persona file (every key but ``system_prompt`` is optional)::
     max_tool_rounds = 4                 # MAX_TOOL_ROUNDS
     tools = ["current_time", "calculate"]   # example tools or tools from tool_modules
     tool_modules = ["my_package.tools"]     # modules whose @tool functions become available
-    tools_always = false                # offer function tools without // too
+    tools_always = false                # offer function tools (and MCP tools) without // too
     final_answer_fallback = "..."
 
     [web_search]                        # WEB_SEARCH_* for this persona
-    mode = "builtin"                    # builtin | client | off
+    mode = "auto"                       # auto | builtin | client | mcp | off
     engine = "search_pro_jina"
     count = 5
     recency = "oneWeek"                 # oneDay | oneWeek | oneMonth | oneYear | noLimit
     domain_filter = "example.com"
     content_size = "medium"             # medium | high
+
+    [[mcp_servers]]                     # one table per MCP server (generic_framework.mcp_tools)
+    name = "notes"                      # tools offered as notes__<tool>
+    command = "python"                  # stdio: command, args, env, cwd ...
+    args = ["tests/mcp_servers/notes_server.py"]
+    env = { NOTES_FILE = "${HOME}/notes.json" }   # ${VAR}: from the environment of the runtime
+    tools = ["add_note"]                # optional allowlist
+    timeout = 20                        # seconds (default TOOL_TIMEOUT)
+    # ... or streamable HTTP: url = "https://...", headers = { Authorization = "Bearer ${T}" }
 
 Without ``tools``, every tool of ``tool_modules`` is offered (none when there are no modules).
 Every error names the file, the field and what is wrong, as a :class:`ConfigError`. A file is a

@@ -4,17 +4,18 @@ A :class:`Persona` is a :class:`~generic_framework.core.engine.TurnEngine` (the 
 seams ``_call_llm`` and ``_handle_tool_calls``) for one :class:`PersonaSpec`, bound to the
 :class:`~generic_framework.core.resources.Resources` whose client calls the model and whose
 store and locks keep conversations. ``respond()`` and ``stream()`` share one path,
-:meth:`Persona._run_turn`: parse ``//``, take the conversation's lock, load the history, run
-the loop, store the turn whole, then ``Done``.
+:meth:`Persona._run_turn`: parse ``//``, add the tools of the persona's MCP servers when the turn
+offers tools (the runtime starts the servers on first use), take the conversation's lock, load
+the history, run the loop, store the turn whole, then ``Done``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from generic_framework.config import Settings
 from generic_framework.core.engine import (
@@ -30,10 +31,17 @@ from generic_framework.core.reply import Reply
 from generic_framework.core.resources import Resources
 from generic_framework.core.sanitize import sanitize_history
 from generic_framework.core.spec import DEFAULT_FINAL_ANSWER_FALLBACK, PersonaSpec
-from generic_framework.core.tooling import ToolPlan, build_plans
+from generic_framework.core.tooling import (
+    ToolPlan,
+    build_plans,
+    reserved_names,
+    with_tools,
+)
 from generic_framework.core.turn import Turn
 from generic_framework.limits import check_conversation_id, check_text
+from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.tools.base import FunctionTool
+from generic_framework.tools.search import SearchFunction
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.errors import ToolLoopError
 from generic_framework.wire.messages import Message, Thinking, UserMessage
@@ -67,9 +75,9 @@ class Persona(TurnEngine):
         settings: defaults for the fields below, for a persona with its own runtime;
             :meth:`Settings.defaults` when omitted (pass ``Settings()`` to read the
             environment). With ``runtime``, the runtime's settings are used.
-        model, temperature, thinking, max_tool_rounds, web_search, tools_always, description,
-            final_answer_fallback: the :class:`PersonaSpec` fields; ``None`` takes the
-            settings' value (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...).
+        model, temperature, thinking, max_tool_rounds, web_search, tools_always, mcp_servers,
+            description, final_answer_fallback: the :class:`PersonaSpec` fields; ``None``
+            takes the settings' value (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...).
         runtime: the :class:`~generic_framework.runtime.Runtime` to use (its client, store
             and locks); without one the persona opens its own on first use and closes it in
             :meth:`aclose`.
@@ -91,6 +99,7 @@ class Persona(TurnEngine):
         max_tool_rounds: int | None = None,
         web_search: WebSearch | bool | None = None,
         tools_always: bool = False,
+        mcp_servers: Iterable[MCPServerSpec | dict[str, Any]] = (),
         description: str = "",
         final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK,
         runtime: Resources | None = None,
@@ -107,6 +116,7 @@ class Persona(TurnEngine):
             web_search=web_search,
             tools=tuple(getattr(t, "name", repr(t)) for t in tools),
             tools_always=tools_always,
+            mcp_servers=tuple(mcp_servers),
             final_answer_fallback=final_answer_fallback,
         )
         self._bind(spec, tools, settings, runtime)
@@ -143,13 +153,21 @@ class Persona(TurnEngine):
         )
         super().__init__(resolved, tool_timeout=config.tool_timeout, keep_reasoning=keep)
         self.tools = tools
+        self.runtime.mcp.check(spec.mcp_servers, source=f"persona {spec.name!r}")
         self._plain_plan, self._web_plan = build_plans(
             spec.name,
             tools,
             resolved.web_search,
-            lambda: self.runtime.client.web_search,
+            self._search_source(resolved.web_search),
             tools_always=spec.tools_always,
         )
+        self._mcp_plans: dict[tuple[int, tuple[int, ...]], ToolPlan] = {}
+
+    def _search_source(self, search: WebSearch) -> Callable[[], SearchFunction]:
+        """Where ``search_web`` searches: the Web Search API, or the Web Search MCP server."""
+        if search.mode == "mcp":
+            return lambda: self.runtime.mcp.web_search
+        return lambda: self.runtime.client.web_search
 
     def __repr__(self) -> str:
         return f"Persona(name={self.name!r}, model={self.model!r}, tools={len(self.tools)})"
@@ -200,6 +218,11 @@ class Persona(TurnEngine):
     def tools_always(self) -> bool:
         """Whether function tools are offered without ``//`` too."""
         return self.spec.tools_always
+
+    @property
+    def mcp_servers(self) -> tuple[MCPServerSpec, ...]:
+        """The MCP servers whose tools the persona offers (as declared, ``${VAR}`` unexpanded)."""
+        return self.spec.mcp_servers
 
     @property
     def final_answer_fallback(self) -> str:
@@ -271,6 +294,7 @@ class Persona(TurnEngine):
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
             yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
             return
+        plan = await self._with_mcp_tools(plan, web=plan is self._web_plan)
         end: TurnEnd | None = None
         watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
         try:
@@ -302,6 +326,28 @@ class Persona(TurnEngine):
         if stripped.startswith(WEB_PREFIX):
             return stripped[len(WEB_PREFIX) :].strip(), self._web_plan
         return text.strip(), self._plain_plan
+
+    async def _with_mcp_tools(self, plan: ToolPlan, *, web: bool) -> ToolPlan:
+        """The turn's plan with the MCP servers' tools, when the turn offers tools at all.
+
+        ``//`` turns offer them, and plain turns of a ``tools_always`` persona (never with
+        ``max_tool_rounds = 0``: no server is started for tools that are not offered). The plan
+        is cached per set of tool objects, which the runtime keeps while the sessions last.
+        """
+        offers = web or self.spec.tools_always
+        if not self.spec.mcp_servers or not offers or self.max_tool_rounds == 0:
+            return plan
+        tools = await self.runtime.mcp.toolset(
+            self.spec.mcp_servers, reserved=reserved_names(plan), persona=self.name
+        )
+        # The plans hold the tools, so their ids stay unique while they are cached here.
+        key = (id(plan), tuple(id(tool) for tool in tools))
+        merged = self._mcp_plans.get(key)
+        if merged is None:
+            if len(self._mcp_plans) >= 64:
+                self._mcp_plans.clear()
+            merged = self._mcp_plans[key] = with_tools(plan, tools)
+        return merged
 
     def _new_turn(
         self,

@@ -1,16 +1,20 @@
-"""Resources: the one owner of a GLM client, a conversation store and the conversation locks.
+"""Resources: the one owner of a GLM client, a conversation store, the conversation locks and
+the MCP sessions.
 
 :class:`~generic_framework.runtime.Runtime` is the public face (it adds the persona files); a
 :class:`~generic_framework.core.persona.Persona` made without a runtime owns a private
-:class:`Resources` and closes it in ``aclose()``. Nothing else in the library constructs clients
-or stores. The client and the store are opened on first use, so a runtime that never answers a
-conversation never opens a database file; closing closes what was opened, once, and leaves
-borrowed objects open.
+:class:`Resources` and closes it in ``aclose()``. Nothing else in the library constructs clients,
+stores or MCP sessions. The client and the store are opened on first use, so a runtime that never
+answers a conversation never opens a database file, and an MCP server is started the first time
+a turn needs its tools; closing closes what was opened, once (stopping every stdio MCP server),
+and leaves borrowed objects open.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Self
 
@@ -18,6 +22,7 @@ import httpx
 
 from generic_framework.config import Settings
 from generic_framework.core.locks import ConversationLocks
+from generic_framework.mcp_tools.sessions import MCPSessions
 from generic_framework.store.base import ConversationStore
 from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
@@ -25,9 +30,11 @@ from generic_framework.wire.errors import ConfigError
 
 __all__ = ["Resources"]
 
+logger = logging.getLogger("generic_framework.runtime")
+
 
 class Resources:
-    """A GLM client, a conversation store and the per-conversation locks, owned together.
+    """A GLM client, a conversation store, the per-conversation locks and the MCP sessions.
 
     Args:
         settings: the configuration; :meth:`Settings.defaults() <Settings.defaults>` (not the
@@ -38,6 +45,9 @@ class Resources:
         transport: an httpx transport for the owned client (tests, the recorder).
         telemetry: where turns and upstream calls are recorded; new metrics (and tracing when
             an OpenTelemetry provider is installed) when omitted.
+        environ: where ``${VAR}`` in persona files' MCP servers is looked up; whoever read the
+            environment passes it (``Runtime.from_env()``, the CLI, the service). Empty when
+            omitted: library objects never read ``os.environ`` themselves.
     """
 
     def __init__(
@@ -48,6 +58,7 @@ class Resources:
         store: ConversationStore | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         telemetry: Telemetry | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.defaults()
         self.locks = ConversationLocks()
@@ -57,6 +68,7 @@ class Resources:
         self.telemetry = telemetry
         if client is not None:
             self.telemetry.metrics.watch(client)
+        self.mcp = MCPSessions(self.settings, environ)
         self._client = client
         self._store = store
         self._transport = transport
@@ -98,6 +110,7 @@ class Resources:
             if self._client is None:
                 self._client = client
                 self._opened.append(client)
+                logger.info("%s", self.settings.describe_search())
             else:  # another task opened one meanwhile
                 await client.aclose()
         return self
@@ -115,12 +128,15 @@ class Resources:
         return self._closed
 
     async def aclose(self) -> None:
-        """Close what was opened here (not what was borrowed), once; export buffered spans."""
+        """Close what was opened here (not what was borrowed), once: MCP sessions (and their
+        stdio children), then the store and the client; export buffered spans."""
         if self._closed:
             return
         self._closed = True
         opened, self._opened = self._opened, []
         try:
+            # MCP sessions first: a search in flight uses the client's key, not the client.
+            await self.mcp.aclose()
             for each in reversed(opened):
                 await each.aclose()
             await self.telemetry.flush()

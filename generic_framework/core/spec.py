@@ -23,6 +23,7 @@ from generic_framework.limits import (
     shown,
     wording,
 )
+from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Thinking
@@ -51,7 +52,10 @@ class PersonaSpec(BaseModel):
         tools: names of the function tools (example tools or tools of ``tool_modules``);
             ``None`` offers every tool of ``tool_modules``.
         tool_modules: modules whose ``@tool`` functions become available.
-        tools_always: offer the function tools on messages without ``//`` too.
+        tools_always: offer the function tools (and MCP tools) on messages without ``//`` too.
+        mcp_servers: MCP servers whose tools are offered beside the function tools, under
+            ``{server}__{tool}`` names (:mod:`generic_framework.mcp_tools`); ``${VAR}`` in
+            them stays as written until a runtime expands it from its environment.
         final_answer_fallback: the reply when the model's final answer is empty.
     """
 
@@ -68,6 +72,7 @@ class PersonaSpec(BaseModel):
     tools: tuple[str, ...] | None = None
     tool_modules: tuple[str, ...] = ()
     tools_always: bool = False
+    mcp_servers: tuple[MCPServerSpec, ...] = ()
     final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK
 
     @field_validator("name")
@@ -94,6 +99,15 @@ class PersonaSpec(BaseModel):
         if value is False:
             return WebSearch(mode="off")
         return WebSearch() if value is None or value is True else value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_servers(cls, value: tuple[MCPServerSpec, ...]) -> tuple[MCPServerSpec, ...]:
+        names = [server.name for server in value]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"two servers are named {', '.join(map(repr, twice))}")
+        return value
 
     @field_validator("final_answer_fallback", mode="before")
     @classmethod

@@ -1,9 +1,10 @@
 """Tool plans and tool execution for the persona's loop.
 
 A :class:`ToolPlan` is what one kind of turn offers the model (plain message or ``//`` web
-query): the wire specs, built once per persona, and the functions by name. :func:`execute`
-runs one round's calls concurrently and reports each as it finishes; :func:`tool_result` turns
-the outcomes into the round's results in call order.
+query): the wire specs, built once per persona, and the tools by name (``@tool`` functions, the
+``search_web`` tool, and, added per turn by :func:`with_tools`, the tools of the persona's MCP
+servers). :func:`execute` runs one round's calls concurrently and reports each as it finishes;
+:func:`tool_result` turns the outcomes into the round's results in call order.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pydantic_core import to_json
 
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.reply import ToolResult
-from generic_framework.tools.base import FunctionTool, ToolOutcome
+from generic_framework.tools.base import FunctionTool, Tool, ToolOutcome
 from generic_framework.tools.search import (
     SEARCH_TOOL_NAME,
     SearchFunction,
@@ -38,10 +39,15 @@ __all__ = [
     "build_plans",
     "call_name",
     "execute",
+    "reserved_names",
     "tool_result",
+    "with_tools",
 ]
 
 logger = logging.getLogger("generic_framework.persona")
+
+PLAIN_RESULTS_CHARS = 8000
+"""The most of a search answered in plain text (no result list) that the model reads."""
 
 BUILTIN_SEARCH_CONFIRMATION = ""
 """The tool message answering a built-in ``web_search`` call: Z.AI runs the search itself and
@@ -50,11 +56,25 @@ the call only needs acknowledging (DESIGN §1). docs/design/0302 explains why it
 
 @dataclass(frozen=True, slots=True)
 class ToolPlan:
-    """What one kind of turn offers: the wire specs (built once) and the functions by name."""
+    """What one kind of turn offers: the wire specs (built once) and the tools by name."""
 
     specs: list[ToolSpec] | None
-    functions: Mapping[str, FunctionTool]
+    functions: Mapping[str, Tool]
     builtin_search: bool = False
+
+
+def with_tools(plan: ToolPlan, tools: Sequence[Tool]) -> ToolPlan:
+    """``plan`` with ``tools`` (an MCP server's, named apart from the plan's own) offered too."""
+    if not tools:
+        return plan
+    specs: list[ToolSpec] = [*(plan.specs or ()), *(tool.spec for tool in tools)]
+    functions = {**plan.functions, **{tool.name: tool for tool in tools}}
+    return ToolPlan(specs, functions, builtin_search=plan.builtin_search)
+
+
+def reserved_names(plan: ToolPlan) -> frozenset[str]:
+    """Names MCP tools must not take in ``plan``: its tools, and both search tools' names."""
+    return frozenset({*plan.functions, SEARCH_TOOL_NAME, "web_search"})
 
 
 NO_TOOLS = ToolPlan(None, {})
@@ -89,6 +109,9 @@ def build_plans(
 ) -> tuple[ToolPlan, ToolPlan]:
     """Build the plans for plain messages and for ``//`` messages.
 
+    ``search_function`` returns the search ``search_web`` calls in the ``client`` and ``mcp``
+    modes (the Web Search API, or the Web Search MCP server).
+
     Raises:
         ConfigError: a tool is not a :class:`FunctionTool`, two share a name, or one takes
             the name of the search tool of the persona's mode.
@@ -109,7 +132,7 @@ def build_plans(
                 "web_search tool (docs/protocol.md §5); rename it"
             )
         return plain, ToolPlan([search.to_spec(), *specs], functions, builtin_search=True)
-    if search.mode == "client":
+    if search.mode in ("client", "mcp"):
         if SEARCH_TOOL_NAME in functions:
             raise ConfigError(f"persona {persona!r}: the name {SEARCH_TOOL_NAME!r} is reserved")
         search_tool = make_search_tool(search_function, search)
@@ -178,8 +201,12 @@ def tool_result(call: ToolCall, done: CallOutcome, citations: CitationBook) -> T
     """The call's result; client-side search hits are numbered here, so in call order."""
     outcome, content = done.result, done.result.content
     if outcome.ok and isinstance(outcome.value, SearchHits):
-        labelled = citations.add_client_results(outcome.value.results)
-        content = to_json(compact_results(labelled)).decode() if labelled else "No results."
+        hits = outcome.value
+        labelled = citations.add_client_results(hits.results)
+        if labelled:
+            content = to_json(compact_results(labelled)).decode()
+        else:
+            content = hits.text[:PLAIN_RESULTS_CHARS] if hits.text else "No results."
     return ToolResult(
         call_id=call.id,
         name=done.name,

@@ -5,6 +5,9 @@ Routes (docs/protocol.md §1, §10):
 - ``POST /api/paas/v4/chat/completions`` and ``POST /api/coding/paas/v4/chat/completions``:
   JSON, or SSE when the request says ``"stream": true``.
 - ``POST /api/paas/v4/web_search`` (and the coding twin): the Web Search API.
+- ``/api/mcp/web_search_prime/mcp``: the Web Search MCP server of the Coding Plan, streamable
+  HTTP (:mod:`generic_framework.mock.mcp_endpoint`); its ``tools/call`` requests are answered
+  from the fixtures like the routes above.
 - ``GET /healthz``; ``GET /mock/report`` (fixtures served, never served, unmatched requests);
   ``GET /mock/fixtures`` (names, descriptions, user inputs); ``POST /mock/reset``.
 - Any other path answers from a fixture that recorded that method and path, else 404/1222.
@@ -20,7 +23,7 @@ import asyncio
 import json
 import random
 import threading
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from generic_framework.mock.asgi import (
+    Receive,
+    Scope,
+    Send,
+    read_body,
+    send_bytes,
+    send_error,
+)
 from generic_framework.mock.catalog import Catalog, Incoming, Selection
 from generic_framework.mock.fixture import (
     BreakStreamFault,
@@ -39,8 +50,8 @@ from generic_framework.mock.fixture import (
     StallStreamFault,
     load_fixtures,
 )
+from generic_framework.mock.mcp_endpoint import MCP_SEARCH_PATH, MCPEndpoint
 from generic_framework.mock.prepared import JSON_TYPE, SSE_TYPE, PreparedExchange
-from generic_framework.mock.sse import dumps
 from generic_framework.mock.validation import (
     MockError,
     check_auth,
@@ -52,16 +63,13 @@ __all__ = [
     "CHAT_PATHS",
     "CODING_PREFIX",
     "GENERAL_PREFIX",
+    "MCP_SEARCH_PATH",
     "MockApp",
     "RandomFailures",
     "create_app",
     "resolve_fixtures",
 ]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 FixtureSource = str | Path | Sequence[Fixture | str | Path] | None
 
 GENERAL_PREFIX = "/api/paas/v4"
@@ -69,7 +77,6 @@ CODING_PREFIX = "/api/coding/paas/v4"
 CHAT_PATHS = (f"{GENERAL_PREFIX}/chat/completions", f"{CODING_PREFIX}/chat/completions")
 SEARCH_PATHS = (f"{GENERAL_PREFIX}/web_search", f"{CODING_PREFIX}/web_search")
 RAW_SEND = "generic_framework.mock.send"
-MAX_BODY = 32 * 1024 * 1024
 _ADMIN_PATHS = frozenset({"/healthz", "/mock/report", "/mock/reset", "/mock/fixtures"})
 
 
@@ -83,50 +90,6 @@ def resolve_fixtures(fixtures: FixtureSource) -> list[Fixture]:
     for item in fixtures:
         loaded.extend([item] if isinstance(item, Fixture) else load_fixtures(item))
     return loaded
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            raise MockError(
-                413, "1210", f"API request parameter is invalid: body over {MAX_BODY} bytes"
-            )
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-async def _send_bytes(
-    send: Send,
-    status: int,
-    content_type: bytes,
-    body: bytes,
-    headers: Iterable[tuple[bytes, bytes]] = (),
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", content_type),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def _send_error(send: Send, error: MockError) -> None:
-    headers = [(name.lower().encode(), value.encode()) for name, value in error.headers.items()]
-    await _send_bytes(send, error.status, JSON_TYPE, dumps(error.body()), headers)
 
 
 async def _wait_for_disconnect(receive: Receive) -> None:
@@ -188,6 +151,12 @@ async def _drop_mid_body(
         await _wait_for_disconnect(receive)
 
 
+def _http_error(fault: HTTPErrorFault) -> MockError:
+    """The error an ``http_error`` fault answers with (its ``Retry-After``, if any)."""
+    retry = {} if fault.retry_after is None else {"retry-after": f"{fault.retry_after:g}"}
+    return MockError(fault.status, fault.code, fault.message, headers=retry)
+
+
 class RandomFailures:
     """Fail a fraction of valid API requests with HTTP 503, reproducibly.
 
@@ -240,9 +209,11 @@ class MockApp:
         self.api_keys = frozenset(api_keys) if api_keys is not None else None
         self.latency = max(latency_ms, 0) / 1000
         self.failures = RandomFailures(fail_rate, fail_seed) if fail_rate > 0 else None
+        self._mcp = MCPEndpoint(self.api_keys, self._answer_mcp)
         self._routes: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]] = {
             **dict.fromkeys(CHAT_PATHS, self._chat),
             **dict.fromkeys(SEARCH_PATHS, self._web_search),
+            MCP_SEARCH_PATH: self._mcp_search,
         }
         self._admin = Starlette(
             routes=[
@@ -261,6 +232,10 @@ class MockApp:
     def set_fixtures(self, fixtures: Sequence[Fixture]) -> None:
         """Replace the loaded fixtures (progress and logs start afresh)."""
         self.catalog = Catalog(fixtures)
+
+    def end_mcp_sessions(self) -> None:
+        """Forget the Web Search MCP endpoint's sessions (a server restart, as clients see it)."""
+        self._mcp.end_sessions()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point."""
@@ -294,7 +269,7 @@ class MockApp:
     async def _parse(self, scope: Scope, receive: Receive, check: Callable[[Any], Any]) -> Incoming:
         if scope["method"] != "POST":
             raise MockError(405, "1212", f"Method {scope['method']} is not supported here.")
-        raw = await _read_body(receive)
+        raw = await read_body(receive)
         check_auth(scope["headers"], self.api_keys)
         try:
             body = json.loads(raw)
@@ -310,6 +285,14 @@ class MockApp:
     async def _web_search(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._handle(scope, receive, send, validate_web_search)
 
+    async def _mcp_search(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._mcp(scope, receive, send, self.catalog)
+
+    async def _answer_mcp(
+        self, scope: Scope, receive: Receive, send: Send, selection: Selection, body: bytes
+    ) -> None:
+        await self._answer(scope, receive, send, False, selection, body=body)
+
     async def _handle(
         self, scope: Scope, receive: Receive, send: Send, check: Callable[[Any], Any]
     ) -> None:
@@ -317,24 +300,24 @@ class MockApp:
             request = await self._parse(scope, receive, check)
         except MockError as error:
             self.catalog.note_rejected()
-            await _send_error(send, error)
+            await send_error(send, error)
             return
         if self.failures is not None and self.failures.next():
             self.catalog.note_injected()
             if self.latency:
                 await asyncio.sleep(self.latency)
-            await _send_error(send, self.failures.error)
+            await send_error(send, self.failures.error)
             return
         try:
             selection = self.catalog.select(request)
         except MockError as error:
-            await _send_error(send, error)
+            await send_error(send, error)
             return
         await self._answer(scope, receive, send, request.stream, selection)
 
     async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await _read_body(receive)
+            await read_body(receive)
             if scope["path"].startswith("/api/"):
                 check_auth(scope["headers"], self.api_keys)
             request = Incoming.parse(scope["method"], scope["path"], None)
@@ -342,15 +325,22 @@ class MockApp:
         except MockError as error:
             if error.code not in {"1001", "1002"}:
                 error = MockError(404, "1222", f"API does not exist: {scope['path']}")
-            await _send_error(send, error)
+            await send_error(send, error)
             return
         await self._answer(scope, receive, send, False, selection)
 
     # ------------------------------------------------------------------ answers
 
     async def _answer(
-        self, scope: Scope, receive: Receive, send: Send, stream: bool, selection: Selection
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        stream: bool,
+        selection: Selection,
+        body: bytes | None = None,
     ) -> None:
+        """Serve the selected exchange: its faults, else its recorded response (or ``body``)."""
         delay = self.latency + selection.delay
         if delay:
             await asyncio.sleep(delay)
@@ -360,12 +350,7 @@ class MockApp:
             f"{selection.state.fixture.name}#{exchange.index}".encode(),
         )
         if isinstance(failure, HTTPErrorFault):
-            retry = (
-                {} if failure.retry_after is None else {"retry-after": f"{failure.retry_after:g}"}
-            )
-            await _send_error(
-                send, MockError(failure.status, failure.code, failure.message, headers=retry)
-            )
+            await send_error(send, _http_error(failure))
         elif isinstance(failure, DropConnectionFault):
             if failure.after_bytes:
                 await _drop_mid_body(scope, receive, send, exchange.json_body, failure.after_bytes)
@@ -382,8 +367,12 @@ class MockApp:
                 receive, failure.seconds
             ):
                 return
-            await _send_bytes(
-                send, exchange.status, JSON_TYPE, exchange.json_body, [*exchange.headers, served]
+            await send_bytes(
+                send,
+                exchange.status,
+                JSON_TYPE,
+                exchange.json_body if body is None else body,
+                [*exchange.headers, served],
             )
 
     @staticmethod
@@ -395,12 +384,12 @@ class MockApp:
         else:
             broken = exchange.json_body[: max(1, len(exchange.json_body) // 2)]
         if fault.content_type is not None:
-            await _send_bytes(send, fault.status, fault.content_type.encode(), broken)
+            await send_bytes(send, fault.status, fault.content_type.encode(), broken)
         elif stream and exchange.sse_frames is not None:
             frames = b"data: " + broken + b"\n\ndata: [DONE]\n\n"
-            await _send_bytes(send, fault.status, SSE_TYPE, frames)
+            await send_bytes(send, fault.status, SSE_TYPE, frames)
         else:
-            await _send_bytes(send, fault.status, JSON_TYPE, broken)
+            await send_bytes(send, fault.status, JSON_TYPE, broken)
 
     @staticmethod
     async def _stream(

@@ -298,7 +298,7 @@ class Catalog:
         return None if best is None else best[1:]
 
     def examples(self) -> list[dict[str, str]]:
-        """The distinct user inputs of the loaded fixtures, with fixture and persona names.
+        """The distinct user inputs of the loaded fixtures, with fixture, persona and endpoint.
 
         Inputs that end in a normal answer come first (web queries with sources, other web
         queries, plain messages), the failure demonstrations last.
@@ -310,7 +310,12 @@ class Catalog:
             if text and text not in seen:
                 seen.add(text)
                 result.append(
-                    {"input": text, "fixture": state.fixture.name, "persona": state.fixture.persona}
+                    {
+                        "input": text,
+                        "fixture": state.fixture.name,
+                        "persona": state.fixture.persona,
+                        "endpoint": state.fixture.endpoint,
+                    }
                 )
         return result
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generic_framework.mock.fixture import DelayFault, Exchange, Fault, MatchOptions
-from generic_framework.mock.normalize import RequestKey, chat_shape
+from generic_framework.mock.normalize import RequestKey, canonical_text, chat_shape
 from generic_framework.mock.sse import (
     completion_to_events,
     dumps,
@@ -32,10 +32,13 @@ _STATUS_FOR_CODE = {"1113": 429, "1302": 429, "1303": 429, "1305": 429, "1312": 
 
 
 def request_kind(path: str) -> str:
+    """``chat``, ``web_search``, ``mcp`` (an MCP endpoint's JSON-RPC request) or ``other``."""
     if path.endswith("/chat/completions"):
         return "chat"
     if path.endswith("/web_search"):
         return "web_search"
+    if path.endswith("/mcp"):
+        return "mcp"
     return "other"
 
 
@@ -105,7 +108,22 @@ def request_key(kind: str, method: str, path: str, body: Any, options: MatchOpti
     if kind == "web_search":
         query = body.get("search_query") if isinstance(body, dict) else None
         return ("web_search", str(query or "").strip())
+    if kind == "mcp":
+        return _mcp_key(body)
     return ("other", method, path)
+
+
+def _mcp_key(message: Any) -> RequestKey:
+    """An MCP request's key: method, tool name, and the search query (else the arguments),
+    as the Web Search API is matched by its query: ids and options differ between runs."""
+    message = message if isinstance(message, dict) else {}
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
+    arguments = params.get("arguments")
+    arguments = arguments if isinstance(arguments, dict) else {}
+    query = arguments.get("search_query")
+    detail = str(query).strip() if query is not None else canonical_text(arguments)
+    return ("mcp", str(message.get("method", "")), str(params.get("name", "")), detail)
 
 
 def _json_form(exchange: Exchange) -> tuple[int, bytes]:

@@ -23,6 +23,7 @@ from generic_framework.listening import listen, serve, url_host
 from generic_framework.mock.app import (
     CODING_PREFIX,
     GENERAL_PREFIX,
+    MCP_SEARCH_PATH,
     FixtureSource,
     MockApp,
     create_app,
@@ -183,19 +184,32 @@ class MockServer:
         """Serve a different set of fixtures from now on."""
         self.app.set_fixtures(fixtures)
 
+    def end_mcp_sessions(self) -> None:
+        """Forget the Web Search MCP sessions: the next request on one gets 404."""
+        self.app.end_mcp_sessions()
+
     def examples(self) -> list[dict[str, str]]:
         """The user inputs the loaded fixtures have answers for."""
         return self.app.catalog.examples()
 
 
-def bundled_examples(persona: str | None = DEFAULT_PERSONA) -> list[str]:
+def bundled_examples(
+    persona: str | None = DEFAULT_PERSONA, endpoint: str | None = "general"
+) -> list[str]:
     """The user inputs the bundled fixtures answer for ``persona``, best demonstrations first.
 
     Args:
         persona: only fixtures recorded with this persona (``scout``); ``None`` for all.
+        endpoint: only ``//`` questions recorded on this endpoint (``general`` or ``coding``:
+            with ``WEB_SEARCH_MODE=auto`` they search differently); ``None`` for all.
     """
     examples = Catalog(load_fixtures()).examples()
-    return [e["input"] for e in examples if persona is None or e["persona"] == persona]
+    return [
+        e["input"]
+        for e in examples
+        if (persona is None or e["persona"] == persona)
+        and (endpoint is None or e["endpoint"] == endpoint or not e["input"].startswith("//"))
+    ]
 
 
 def serve_forever(
@@ -243,6 +257,7 @@ def serve_forever(
         echo(f"  failing {fail_rate:.1%} of requests with HTTP 503 (seed {fail_seed})")
     echo(f"  general endpoint: {url}{GENERAL_PREFIX}")
     echo(f"  coding endpoint:  {url}{CODING_PREFIX}")
+    echo(f"  web search MCP:   {url}{MCP_SEARCH_PATH}")
     echo(f"  report:           {url}/mock/report")
     config = uvicorn.Config(app, host=host, port=port, lifespan="off", log_level="info")
     serve(config, sockets)

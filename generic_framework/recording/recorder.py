@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -354,6 +354,7 @@ async def record(
     stream: bool = False,
     description: str = "",
     transport: httpx.AsyncBaseTransport | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Path:
     """Run one message through a persona against the configured endpoint; save it as a fixture.
 
@@ -368,6 +369,8 @@ async def record(
         stream: record a streamed turn (``Persona.stream``) instead of ``respond``.
         description: the fixture's description.
         transport: the transport that really sends (tests pass a fake upstream here).
+        environ: ``${VAR}`` values for the persona's MCP servers (the CLI passes the
+            environment). MCP traffic uses the SDK's own HTTP client: it is not recorded.
 
     Raises:
         ConfigError: no such persona, or no personas at all.
@@ -375,7 +378,7 @@ async def record(
     """
     recorder = RecordingTransport(transport)
     secret = settings.api_key.get_secret_value() if settings.api_key else ""
-    async with Runtime(settings, transport=recorder) as runtime:
+    async with Runtime(settings, transport=recorder, environ=environ) as runtime:
         chosen = runtime.persona(persona)
         reply, error = await _run_turn(chosen, message, stream)
     fixture = build_fixture(

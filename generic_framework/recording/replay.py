@@ -20,7 +20,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -112,14 +112,17 @@ def _system_prompt(fixture: Fixture) -> str:
     )
 
 
-def _tools_offered(offered: list[dict[str, Any]]) -> tuple[list[str], WebSearchMode]:
-    """The function names offered, and the web-search mode the offer implies."""
+def _tools_offered(fixture: Fixture) -> tuple[list[str], WebSearchMode]:
+    """The function names offered, and the web-search mode the offer implies (``search_web``
+    is ``mcp`` when the fixture records a call to an MCP endpoint, ``client`` otherwise)."""
+    offered = _offered(fixture)
     names = [t["function"]["name"] for t in offered if t.get("type") == "function"]
     mode: WebSearchMode = (
         "builtin" if any(t.get("type") == "web_search" for t in offered) else "off"
     )
     if SEARCH_TOOL_NAME in names:
-        mode = "client"
+        paths = (exchange.request.path for exchange in fixture.exchanges)
+        mode = "mcp" if any(path.endswith("/mcp") for path in paths) else "client"
         names.remove(SEARCH_TOOL_NAME)
     return names, mode
 
@@ -127,7 +130,7 @@ def _tools_offered(offered: list[dict[str, Any]]) -> tuple[list[str], WebSearchM
 def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
     """A persona equivalent to the one that recorded ``fixture``: its prompt and tools."""
     offered = _offered(fixture)
-    names, mode = _tools_offered(offered)
+    names, mode = _tools_offered(fixture)
     unknown = [name for name in names if name not in EXAMPLE_TOOLS]
     if unknown:
         raise ConfigError(
@@ -225,9 +228,16 @@ def _exchange_problems(fixture: Fixture, server: MockServer) -> list[str]:
 
 
 async def replay_fixture(
-    fixture: Fixture, server: MockServer, *, settings: Settings | None = None
+    fixture: Fixture,
+    server: MockServer,
+    *,
+    settings: Settings | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> ReplayResult:
-    """Replay one fixture on ``server`` (which then serves only that fixture)."""
+    """Replay one fixture on ``server`` (which then serves only that fixture).
+
+    ``environ`` gives the ``${VAR}`` values of persona files' MCP servers.
+    """
     server.set_fixtures([fixture])
     started = time.perf_counter()
     path = str(fixture.source) if fixture.source else None
@@ -236,7 +246,7 @@ async def replay_fixture(
     error: GLMError | None = None
     try:
         config = _settings_for(fixture, settings or Settings.defaults(), server)
-        async with Runtime(config) as runtime:
+        async with Runtime(config, environ=environ) as runtime:
             persona, source = persona_for(fixture, runtime)
             try:
                 reply = await asyncio.wait_for(_run(persona, fixture), TURN_TIMEOUT)
@@ -254,11 +264,16 @@ async def replay_fixture(
 
 
 async def replay_fixtures(
-    fixtures: Sequence[Fixture], *, settings: Settings | None = None
+    fixtures: Sequence[Fixture],
+    *,
+    settings: Settings | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> list[ReplayResult]:
     """Replay fixtures one after another on one in-process mock server."""
     async with MockServer([]) as server:
-        return [await replay_fixture(f, server, settings=settings) for f in fixtures]
+        return [
+            await replay_fixture(f, server, settings=settings, environ=environ) for f in fixtures
+        ]
 
 
 # ------------------------------------------------------------------ output
@@ -299,6 +314,7 @@ def replay_main(
     settings: Settings | None = None,
     as_json: bool = False,
     out: TextIO | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> int:
     """The ``replay`` command: replay, print a table (or JSON), return the exit code.
 
@@ -307,6 +323,8 @@ def replay_main(
         settings: base settings (the endpoint and key are replaced by the mock's).
         as_json: print ``{"ok": ..., "results": [...]}`` instead of the table.
         out: where to print; standard output by default.
+        environ: ``${VAR}`` values for persona files' MCP servers (the CLI passes the
+            environment).
 
     Returns:
         0 when every fixture replayed correctly, 1 otherwise (also when none was found).
@@ -317,7 +335,7 @@ def replay_main(
     stream = out or sys.stdout
     fixtures = load_fixtures(*(paths or default_replay_paths()))
     with _quiet_library():
-        results = asyncio.run(replay_fixtures(fixtures, settings=settings))
+        results = asyncio.run(replay_fixtures(fixtures, settings=settings, environ=environ))
     ok = bool(results) and all(result.ok for result in results)
     if as_json:
         payload = {"ok": ok, "results": [asdict(result) for result in results]}

@@ -1,8 +1,11 @@
 """The Starlette application: :func:`create_app` wires the runtime, personas, routes and middleware.
 
 One owner: the :class:`~generic_framework.runtime.Runtime` (the GLM client, the conversation
-store, the per-conversation locks). The app builds it, or borrows the one it is given; the
-personas are bound to it, and ``/v1/conversations`` uses its store and locks.
+store, the per-conversation locks, the MCP sessions). The app builds it, or borrows the one it is
+given; the personas are bound to it, and ``/v1/conversations`` uses its store and locks. At
+start-up (the lifespan) the runtime's client is opened, the web-search mode is logged once, and
+the served personas' MCP servers are started, so a broken server shows in the start-up log
+rather than in the first user's turn.
 
 Middleware, outermost first: CORS (only when ``BOT_CORS_ORIGINS`` is set), bearer auth on
 ``/v1/*`` and ``/metrics`` (only when ``BOT_API_TOKEN`` is set; ``/metrics`` stays open with
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -129,7 +133,7 @@ def _routes() -> list[Route | Mount]:
     ]
 
 
-def _own_runtime(settings: Settings) -> Runtime:
+def _own_runtime(settings: Settings, environ: Mapping[str, str] | None) -> Runtime:
     """The runtime of an app given none; DATA_DIR is created now, so /readyz can check it."""
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -137,7 +141,7 @@ def _own_runtime(settings: Settings) -> Runtime:
         raise ConfigError(
             f"cannot create DATA_DIR {str(settings.data_dir)!r} ({exc}); check DATA_DIR"
         ) from exc
-    return Runtime(settings)
+    return Runtime(settings, environ=environ)
 
 
 def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dict[str, PersonaLike]:
@@ -154,13 +158,17 @@ def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dic
 
 
 def _lifespan(state: ServiceState) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """At start-up open the runtime's client (off the event loop, not on the first request); at
-    shutdown close the runtime if the app built it (a borrowed one stays open)."""
+    """At start-up open the runtime's client (off the event loop, not on the first request) and
+    its personas' MCP servers; at shutdown close the runtime if the app built it (a borrowed one
+    stays open)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             await state.runtime.open()
+            served = [p for p in state.personas.values() if isinstance(p, Persona)]
+            if any(persona.mcp_servers for persona in served):
+                await state.runtime.discover(served)
             yield
         finally:
             if state.owns_runtime:
@@ -169,12 +177,26 @@ def _lifespan(state: ServiceState) -> Callable[[Starlette], AbstractAsyncContext
     return lifespan
 
 
+def _the_runtime(
+    settings: Settings | None, runtime: Runtime | None, environ: Mapping[str, str] | None
+) -> Runtime:
+    """The given runtime, or one the app builds (from the environment without settings)."""
+    if runtime is not None:
+        if settings is not None and settings is not runtime.settings:
+            raise TypeError("pass settings or runtime, not both (the runtime has its settings)")
+        return runtime
+    if settings is None:
+        settings, environ = Settings(), os.environ if environ is None else environ
+    return _own_runtime(settings, environ)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
     runtime: Runtime | None = None,
     personas: Mapping[str, PersonaLike] | None = None,
     upstream_probe: UpstreamProbe | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Starlette:
     """Build the bot service over one :class:`~generic_framework.runtime.Runtime`.
 
@@ -190,23 +212,21 @@ def create_app(
             :class:`~generic_framework.core.persona.Persona` must be bound to that runtime.
         upstream_probe: the upstream check of ``/readyz``; one over the runtime's settings
             when omitted (tests pass one whose ``connect`` is a fake).
+        environ: the ``${VAR}`` values of persona files' MCP servers for a runtime the app
+            builds; ``os.environ`` when ``settings`` is omitted too (the app then reads the
+            environment anyway), none otherwise.
 
     Raises:
         ConfigError: a persona file or setting is invalid, or DATA_DIR cannot be created.
         TypeError: ``settings`` differ from the runtime's, or a persona is bound to another
             runtime.
     """
-    if runtime is not None and settings is not None and settings is not runtime.settings:
-        raise TypeError("pass settings or runtime, not both (the runtime has its settings)")
     owns = runtime is None
-    if runtime is None:
-        runtime = _own_runtime(settings if settings is not None else Settings())
+    runtime = _the_runtime(settings, runtime, environ)
     state = ServiceState(runtime=runtime, personas=_served(runtime, personas), owns_runtime=owns)
     if not state.settings.has_api_key:
-        logger.warning(
-            "OPENAI_API_KEY is not set: calls go to %s without a key",
-            redact(state.settings.base_url),
-        )
+        url = redact(state.settings.base_url)
+        logger.warning("OPENAI_API_KEY is not set: calls go to %s without a key", url)
     app = Starlette(
         routes=_routes(),
         middleware=_middleware(state.settings),

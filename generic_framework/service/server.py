@@ -253,7 +253,7 @@ def run(settings: Settings, host: str | None = None, port: int | None = None) ->
     try:
         configure_logging(settings.log_level, settings.log_format)
         setup_tracing(os.environ)  # the entry point: OpenTelemetry reads its own variables
-        app = create_app(settings)
+        app = create_app(settings, environ=os.environ)
         config = uvicorn_config(app, settings, host, port)
     except BaseException:
         for sock in sockets:

@@ -19,7 +19,7 @@ import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_json
@@ -31,6 +31,8 @@ __all__ = [
     "NO_OUTPUT",
     "TOOL_NAME_PATTERN",
     "FunctionTool",
+    "Tool",
+    "ToolError",
     "ToolOutcome",
     "parse_docstring",
     "render_output",
@@ -70,6 +72,35 @@ class ToolOutcome:
     content: str
     value: Any = None
     error: str | None = None
+
+
+class ToolError(Exception):
+    """Raise it from a tool to tell the model exactly this message (no exception type added).
+
+    Any other exception reaches the model as ``Error: tool 'x' failed: TypeName: message``.
+    """
+
+
+class Tool(Protocol):
+    """What a tool plan offers and runs: a :class:`FunctionTool`, or a tool of an MCP server.
+
+    ``run`` never raises for the model's mistakes or the tool's failures: it returns a
+    :class:`ToolOutcome` with ``ok=False`` and a text the model can read.
+    """
+
+    @property
+    def name(self) -> str:
+        """The name the model calls it by."""
+        ...
+
+    @property
+    def spec(self) -> FunctionToolSpec:
+        """The ``{"type": "function"}`` wire form."""
+        ...
+
+    async def run(self, arguments: str, *, time_limit: float) -> ToolOutcome:
+        """Run one call with the model's JSON ``arguments``."""
+        ...
 
 
 def render_output(value: Any) -> str:
@@ -183,6 +214,8 @@ class FunctionTool:
         except Exception as exc:
             if deadline is not None and deadline.expired():
                 text = f"Error: tool {self.name!r} timed out after {time_limit:g} seconds."
+            elif isinstance(exc, ToolError):
+                text = redact(f"Error: tool {self.name!r} failed: {exc}", _ERROR_LIMIT)
             else:
                 text = redact(
                     f"Error: tool {self.name!r} failed: {type(exc).__name__}: {exc}", _ERROR_LIMIT

@@ -3,7 +3,7 @@
 On the general endpoint Z.AI runs the built-in ``web_search`` tool itself, in the same call, and
 returns its sources as a top-level ``web_search[]`` array (docs/protocol.md §0.1, §5). Nothing here
 executes a search: :class:`WebSearch` only says which mode a persona uses and how the built-in
-tool is configured. The client-side mode's function tool lives in
+tool is configured. The ``search_web`` function tool of the ``client`` and ``mcp`` modes lives in
 :mod:`generic_framework.tools.search`.
 """
 
@@ -13,13 +13,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from generic_framework.config import Settings
+from generic_framework.config import SearchMode, Settings
 from generic_framework.limits import Recency, SearchCount
 from generic_framework.wire.messages import WebSearchConfig, WebSearchToolSpec
 
-__all__ = ["Recency", "WebSearch", "WebSearchMode"]
+__all__ = ["Recency", "SearchMode", "WebSearch", "WebSearchMode"]
 
-WebSearchMode = Literal["builtin", "client", "off"]
+WebSearchMode = Literal["auto", "builtin", "client", "mcp", "off"]
+"""What a persona file or ``WEB_SEARCH_MODE`` may say; :meth:`WebSearch.resolve` turns ``auto``
+into the :data:`SearchMode` that runs."""
 
 
 class WebSearch(BaseModel):
@@ -27,11 +29,14 @@ class WebSearch(BaseModel):
 
     Every field left ``None`` is taken from :class:`~generic_framework.config.Settings`
     (``WEB_SEARCH_MODE``, ``WEB_SEARCH_ENGINE``, ``WEB_SEARCH_COUNT``, ``WEB_SEARCH_RECENCY``) by
-    :meth:`resolve`.
+    :meth:`resolve`, which also turns ``auto`` into ``mcp`` on a Coding Plan endpoint and
+    ``builtin`` elsewhere.
 
     Attributes:
-        mode: ``builtin`` (Z.AI searches server-side), ``client`` (a ``search_web`` function
-            tool calls the Web Search API), or ``off`` (``//`` offers only function tools).
+        mode: ``auto`` (the default), ``builtin`` (Z.AI searches server-side), ``client`` (a
+            ``search_web`` function tool calls the Web Search API), ``mcp`` (the same function,
+            run through Z.AI's Web Search MCP server: the Coding Plan's search route), or
+            ``off`` (``//`` offers only function tools).
         engine: ``search_engine`` of the built-in tool (``search_pro_jina`` on docs.z.ai). The
             client-side mode leaves the Web Search API's engine to the client.
         count: how many results (1-50).
@@ -50,10 +55,10 @@ class WebSearch(BaseModel):
     content_size: Literal["medium", "high"] | None = None
 
     def resolve(self, settings: Settings) -> WebSearch:
-        """Return a copy with every unset field filled from ``settings``."""
+        """Return a copy with every unset field filled from ``settings`` and ``auto`` resolved."""
         return self.model_copy(
             update={
-                "mode": self.mode or settings.web_search_mode,
+                "mode": settings.run_mode(self.mode),
                 "engine": self.engine or settings.web_search_engine,
                 "count": self.count or settings.web_search_count,
                 "recency": self.recency or settings.web_search_recency,

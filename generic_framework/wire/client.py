@@ -211,6 +211,7 @@ class GLMClient:
         recency: str | None = None,
         engine: str | None = None,
         domain_filter: str | None = None,
+        content_size: str | None = None,
     ) -> WebSearchResponse:
         """Call the Web Search API (``POST {base}/web_search``) and return its results."""
         payload: dict[str, Any] = {
@@ -221,6 +222,8 @@ class GLMClient:
         }
         if domain_filter:
             payload["search_domain_filter"] = domain_filter
+        if content_size:
+            payload["content_size"] = content_size
         body = json.dumps(payload, ensure_ascii=False).encode()
 
         async def attempt() -> WebSearchResponse:

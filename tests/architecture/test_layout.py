@@ -121,6 +121,10 @@ def test_the_cycle_finder_finds_a_deferred_circle() -> None:
             "generic_framework.telemetry",
             ("core", "service", "cli", "mock", "recording", "runtime", "store", "tools"),
         ),
+        (
+            "generic_framework.mcp_tools",
+            ("core", "service", "cli", "mock", "recording", "runtime"),
+        ),
     ],
 )
 def test_lower_layers_do_not_import_higher_ones(layer: str, forbidden: tuple[str, ...]) -> None:

@@ -25,7 +25,7 @@ DEFAULTS: list[tuple[str, str, Any]] = [
     ("LLM_MAX_RETRIES", "llm_max_retries", 3),
     ("MAX_TOOL_ROUNDS", "max_tool_rounds", 5),
     ("TOOL_TIMEOUT", "tool_timeout", 30.0),
-    ("WEB_SEARCH_MODE", "web_search_mode", "builtin"),
+    ("WEB_SEARCH_MODE", "web_search_mode", "auto"),
     ("WEB_SEARCH_ENGINE", "web_search_engine", "search_pro_jina"),
     ("WEB_SEARCH_COUNT", "web_search_count", 5),
     ("WEB_SEARCH_RECENCY", "web_search_recency", "noLimit"),

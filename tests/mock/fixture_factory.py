@@ -16,6 +16,7 @@ from typing import Any
 
 from fixture_parts import (
     CLIENT_SEARCH_TOOL,
+    CODING_CHAT,
     FUNCTION_TOOLS,
     Conversation,
     call,
@@ -241,6 +242,66 @@ def web_search_client_mode() -> Fixture:
         stop_reason="completed",
         rounds=2,
         citations=["https://tides.example.ca/nanaimo"],
+    )
+
+
+TRAM_RESULTS = [
+    source(
+        1,
+        "Council approves tram line extension",
+        "https://news.example.com/2026/01/tram-line-approved",
+        "Example News",
+        "The city council approved the 4.2 km tram line extension on Tuesday, 9 votes to 4.",
+        "2026-01-13",
+    ),
+    source(
+        2,
+        "Tram extension: what happens next",
+        "https://transit.example.org/tram-extension-timeline",
+        "Transit Example",
+        "Construction is planned to start in spring 2027, with service from late 2029.",
+        "2026-01-14",
+    ),
+]
+
+
+def web_search_mcp_mode() -> Fixture:
+    text = "// did the council approve the tram line extension?"
+    talk = Conversation(text, web_tools=[*FUNCTION_TOOLS, CLIENT_SEARCH_TOOL], path=CODING_CHAT)
+    first = completion(
+        "tram-1",
+        "",
+        reasoning="Search for the council's decision on the tram extension.",
+        calls=[call("tram", "search_web", {"query": "tram line extension council decision"}, 0)],
+        usage=(830, 26, 9),
+    )
+    talk.exchange(first, note="WEB_SEARCH_MODE=auto on the coding endpoint: mcp")
+    arguments = {
+        "search_query": "tram line extension council decision",
+        "count": 5,
+        "search_recency_filter": "noLimit",
+        "content_size": "medium",
+    }
+    found = talk.mcp_search(arguments, TRAM_RESULTS)
+    talk.run_tools(first, [found])
+    final = (
+        "Yes. The city council approved the 4.2 km tram line extension on Tuesday, 9 votes to "
+        "4 [ref_1]. Construction should start in spring 2027, with trams running from late "
+        "2029 [ref_2]."
+    )
+    talk.exchange(completion("tram-2", final, reasoning="Both sources agree.", usage=(1240, 48, 6)))
+    return fixture(
+        "web_search_mcp_mode",
+        "WEB_SEARCH_MODE=auto on the Coding Plan endpoint (mcp): the model calls search_web, "
+        "the persona calls the Web Search MCP server's tool, parses its double-encoded "
+        "result and numbers the results as citations.",
+        text,
+        talk,
+        endpoint="coding",
+        content=final.replace("[ref_1]", "[1]").replace("[ref_2]", "[2]"),
+        stop_reason="completed",
+        rounds=2,
+        citations=[item["link"] for item in TRAM_RESULTS],
     )
 
 
@@ -518,6 +579,7 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     web_search_nanaimo_stream,
     web_search_tool_calls,
     web_search_client_mode,
+    web_search_mcp_mode,
     function_two_rounds,
     parallel_calls,
     sequential_rounds,

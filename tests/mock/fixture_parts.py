@@ -21,7 +21,9 @@ from generic_framework.wire.messages import WebSearchResult
 
 MODEL = "glm-4.7"
 CHAT = "/api/paas/v4/chat/completions"
+CODING_CHAT = "/api/coding/paas/v4/chat/completions"
 SEARCH = "/api/paas/v4/web_search"
+MCP_SEARCH = "/api/mcp/web_search_prime/mcp"
 JSON_HEADERS = {"Content-Type": "application/json; charset=UTF-8"}
 SSE_HEADERS = {"Content-Type": "text/event-stream;charset=UTF-8"}
 SYSTEM = (
@@ -142,6 +144,7 @@ class Conversation:
         *,
         stream: bool = False,
         web_tools: list[dict[str, Any]] | None = None,
+        path: str = CHAT,
     ) -> None:
         web = user_input.lstrip().startswith("//")
         text = user_input.lstrip()[2:].strip() if web else user_input.strip()
@@ -151,6 +154,7 @@ class Conversation:
         ]
         self.tools = (web_tools or [SEARCH_TOOL, *FUNCTION_TOOLS]) if web else None
         self.stream = stream
+        self.path = path
         self.exchanges: list[dict[str, Any]] = []
 
     def request(self, *, tools: bool = True, forced: bool = False) -> dict[str, Any]:
@@ -160,7 +164,7 @@ class Conversation:
         body: dict[str, Any] = {"model": MODEL, "messages": messages, "stream": self.stream}
         if tools and self.tools:
             body["tools"] = copy.deepcopy(self.tools)
-        return {"method": "POST", "path": CHAT, "body": body}
+        return {"method": "POST", "path": self.path, "body": body}
 
     def search(self, query: str, results: list[dict[str, Any]]) -> str:
         """Record a Web Search API exchange; return the tool message the persona sends."""
@@ -176,6 +180,40 @@ class Conversation:
                 "request": {"method": "POST", "path": SEARCH, "body": request},
                 "response": {"status": 200, "headers": JSON_HEADERS, "body": answer},
                 "note": "the client-side search_web tool calls the Web Search API",
+            }
+        )
+        labelled = CitationBook().add_client_results(
+            WebSearchResult.model_validate(item) for item in results
+        )
+        return to_json(compact_results(labelled)).decode()
+
+    def mcp_search(
+        self,
+        arguments: dict[str, Any],
+        results: list[dict[str, Any]],
+        *,
+        tool: str = "web_search_prime",
+        rpc_id: int = 2,
+    ) -> str:
+        """Record a Web Search MCP ``tools/call`` whose text is the results encoded twice, as
+        Z.AI sends it (docs/protocol.md §6b); return the tool message the persona sends."""
+        text = json.dumps(json.dumps(results, ensure_ascii=False), ensure_ascii=False)
+        call_body = {
+            "jsonrpc": "2.0",
+            "id": rpc_id,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+        self.exchanges.append(
+            {
+                "request": {"method": "POST", "path": MCP_SEARCH, "body": call_body},
+                "response": {
+                    "status": 200,
+                    "headers": JSON_HEADERS,
+                    "body": {"jsonrpc": "2.0", "id": rpc_id, "result": result},
+                },
+                "note": "WEB_SEARCH_MODE=mcp: search_web calls the Web Search MCP server",
             }
         )
         labelled = CitationBook().add_client_results(
@@ -242,6 +280,7 @@ def fixture(
     conversation: Conversation,
     settings: dict[str, Any] | None = None,
     persona: str = "scout",
+    endpoint: str = "general",
     **expected: Any,
 ) -> Fixture:
     """Assemble and validate a fixture."""
@@ -250,6 +289,7 @@ def fixture(
             "name": name,
             "description": description,
             "model": MODEL,
+            "endpoint": endpoint,
             "persona": persona,
             "user_input": user_input,
             "settings": settings or {},

@@ -215,7 +215,8 @@ async def test_a_conversation_keeps_finding_recorded_answers(tmp_path: Path) -> 
 
 async def test_a_coding_endpoint_fixture_replays_on_the_coding_route() -> None:
     fixture = tampered("function_two_rounds", endpoint="coding")
-    (result,) = await replay_fixtures(
-        [fixture], settings=Settings.defaults(personas_dir=REPO / "personas")
-    )
+    # Recorded with the built-in tool: pinned, as WEB_SEARCH_MODE=auto searches through the
+    # Web Search MCP server on the coding endpoint.
+    settings = Settings.defaults(personas_dir=REPO / "personas", web_search_mode="builtin")
+    (result,) = await replay_fixtures([fixture], settings=settings)
     assert result.ok, result.problems

@@ -2,11 +2,13 @@
 
 A recognisable fake key in Z.AI's shape goes through recording (in this process, against a fake
 upstream that echoes the key in headers, bodies and error messages), replay, the CLI's error
-paths, and the service at ``LOG_LEVEL=DEBUG`` in front of a mock whose error messages contain
+paths, the service at ``LOG_LEVEL=DEBUG`` in front of a mock whose error messages contain
 the key: once with text logs, once with ``LOG_FORMAT=json``, ``/metrics`` and OpenTelemetry
-spans (console exporter, prompts and completions captured). Then every file written (fixtures,
-logs, SQLite with its WAL), every stdout and stderr, every HTTP body and every log record is
-searched for the key and for each of its two halves.
+spans (console exporter, prompts and completions captured), and the Web Search MCP path (the
+key is the Bearer token of the MCP session, and the mock's MCP endpoint echoes it in its 401
+answer). Then every file written (fixtures, logs, SQLite with its WAL), every stdout and
+stderr, every HTTP body, every request the model would get and every log record is searched
+for the key and for each of its two halves.
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ from mock_helpers import chat, completion, exchange, make_fixture, system, user
 from service_processes import PERSONAS, REPO, TOKEN, Process, base_env, bot_process
 
 from generic_framework.config import Settings
+from generic_framework.core.persona import Persona
+from generic_framework.mock import Fixture, MockServer
+from generic_framework.mock.mcp_endpoint import MCP_SEARCH_PATH
 from generic_framework.recording.recorder import record
+from generic_framework.runtime import Runtime
 
 pytestmark = pytest.mark.e2e
 
@@ -293,6 +299,78 @@ def refused_requests(url: str, auth: dict[str, str]) -> list[bytes]:
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 431"), answer[:100]
     return [*bodies, answer]
+
+
+def mcp_search_fixture() -> Fixture:
+    """The MCP search answers 401 with the key in its message once, then results."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "web_search_prime", "arguments": {"search_query": "late ferry"}},
+    }
+    text = json.dumps(
+        json.dumps(
+            [
+                {
+                    "title": "Ferry",
+                    "link": "https://f.example/1",
+                    "content": "A late ferry.",
+                    "refer": "ref_1",
+                }
+            ]
+        )
+    )
+    result = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"content": [{"type": "text", "text": text}], "isError": False},
+    }
+    fault = {"kind": "http_error", "status": 401, "code": "1002", "message": ECHO}
+    return Fixture.model_validate({"name": "mcp_echo", "user_input": "// late ferry",
+        "exchanges": [{"request": {"method": "POST", "path": MCP_SEARCH_PATH, "body": call},
+                       "response": {"body": result}, "faults": [fault]}]})  # fmt: skip
+
+
+async def test_the_mcp_search_path_holds_no_key(tmp_path: Path, debug_log: Path) -> None:
+    outputs = debug_log.parent
+    bodies: list[bytes] = []
+    answers = iter(
+        [
+            completion("", calls=[{"id": "s1", "type": "function",
+                "function": {"name": "search_web", "arguments": '{"query": "late ferry"}'}}]),
+            completion("Refused, as expected."),
+            completion("", calls=[{"id": "s2", "type": "function",
+                "function": {"name": "search_web", "arguments": '{"query": "late ferry"}'}}]),
+            completion("A late ferry runs [ref_1]."),
+        ]
+    )  # fmt: skip
+
+    def model(request: httpx.Request) -> httpx.Response:
+        bodies.append(request.content)
+        return httpx.Response(200, json=next(answers))
+
+    async with MockServer([mcp_search_fixture()], api_keys={FAKE_KEY}) as server:
+        settings = Settings.defaults(
+            api_key=FAKE_KEY, data_dir=outputs / "data", web_search_mode="mcp",
+            web_search_mcp_url=server.url + MCP_SEARCH_PATH, llm_max_retries=0,
+            base_url="http://zai.test/api/paas/v4",
+        )  # fmt: skip
+        async with Runtime(settings, transport=httpx.MockTransport(model)) as runtime:
+            persona = Persona("seeker", "Search.", runtime=runtime)
+            refused = await persona.respond("// late ferry", conversation_id="c1")
+            found = await persona.respond("// late ferry", conversation_id="c1")
+        report = server.report()
+    assert not refused.rounds[0].results[0].ok
+    assert "refused the call with HTTP 401" in refused.rounds[0].results[0].content
+    assert "***" in refused.rounds[0].results[0].content  # the echoed key, redacted
+    assert found.citations[0].url == "https://f.example/1"
+    assert report["rejected"] == 0  # every MCP request carried the key as its Bearer token
+    replies = (refused.model_dump_json() + found.model_dump_json()).encode()
+    assert leaks(replies) == [] and [leaks(body) for body in bodies if leaks(body)] == []
+    logged = debug_log.read_text(encoding="utf-8")
+    assert "mcp" in logged and "refused the call with HTTP 401" in logged  # the SDK and ours
+    assert scan_tree(outputs) == {}
 
 
 def test_the_scan_finds_the_key_when_it_is_there(tmp_path: Path) -> None:
