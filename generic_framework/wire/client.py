@@ -28,6 +28,7 @@ from generic_framework.wire.errors import (
     APIStatusError,
     APITimeoutError,
     ContentFilterError,
+    RateLimitError,
     ResponseValidationError,
     ServerError,
     error_for,
@@ -43,6 +44,7 @@ from generic_framework.wire.messages import (
 )
 from generic_framework.wire.pool import ShardedTransport
 from generic_framework.wire.retry import RetryPolicy, parse_retry_after
+from generic_framework.wire.slots import LocalSlots, SlotLease, UpstreamSlots
 from generic_framework.wire.sse import (
     DONE,
     StreamAssembler,
@@ -70,6 +72,9 @@ class GLMClient:
             :meth:`Settings.defaults` (not the environment) when omitted.
         http_client: an ``httpx.AsyncClient`` to borrow; it is never closed by this client.
         transport: an httpx transport for the owned client (tests, recording).
+        slots: the upstream budget to take a slot from for every attempt (borrowed, never
+            closed here); a :class:`~generic_framework.wire.slots.LocalSlots` of
+            ``LLM_MAX_CONCURRENCY`` slots and ``LLM_QUEUE_TIMEOUT`` seconds when omitted.
 
     Use it as an async context manager, or call :meth:`aclose` when done.
     """
@@ -80,6 +85,7 @@ class GLMClient:
         *,
         http_client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        slots: UpstreamSlots | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.defaults()
         s = self.settings
@@ -110,7 +116,7 @@ class GLMClient:
         self._chat_url = f"{s.base_url}/chat/completions"
         self._search_url = f"{s.base_url}/web_search"
         self._policy = RetryPolicy(max_retries=s.llm_max_retries, deadline=s.llm_retry_deadline)
-        self._slots = asyncio.Semaphore(s.llm_max_concurrency)
+        self._slots = slots or LocalSlots(s.llm_max_concurrency, s.llm_queue_timeout)
 
     def __repr__(self) -> str:
         return f"GLMClient(base_url={self.settings.base_url!r}, model={self.settings.llm_model!r})"
@@ -144,9 +150,10 @@ class GLMClient:
         body = request.to_wire()
         _log_payload("chat request", body)
 
+        paused: list[bool] = []
+
         async def attempt() -> ChatCompletion:
-            async with self._slots:
-                response = await self._send(self._chat_url, body)
+            response = await self._with_slot(lambda: self._send(self._chat_url, body), paused)
             completion = _parse_model(response, ChatCompletion)
             _check_finish(completion.finish_reason, completion.id)
             return completion
@@ -163,7 +170,8 @@ class GLMClient:
         _log_payload("stream request", body)
         # Each attempt takes a concurrency slot (no slot is held while waiting to retry); the
         # successful one keeps it until the stream is finished or abandoned.
-        response, events = await self._policy.call(lambda: self._open_stream(body))
+        paused: list[bool] = []
+        response, events, lease = await self._policy.call(lambda: self._open_stream(body, paused))
         try:
             assembler = StreamAssembler()
             async for data in events:
@@ -182,7 +190,7 @@ class GLMClient:
                 await events.aclose()
                 await response.aclose()
             finally:
-                self._slots.release()
+                await lease.release()
 
     async def web_search(
         self,
@@ -204,9 +212,10 @@ class GLMClient:
             payload["search_domain_filter"] = domain_filter
         body = json.dumps(payload, ensure_ascii=False).encode()
 
+        paused: list[bool] = []
+
         async def attempt() -> WebSearchResponse:
-            async with self._slots:
-                response = await self._send(self._search_url, body)
+            response = await self._with_slot(lambda: self._send(self._search_url, body), paused)
             return _parse_model(response, WebSearchResponse)
 
         return await self._policy.call(attempt)
@@ -221,14 +230,43 @@ class GLMClient:
             raise _status_error(response.status_code, response.headers, response.content)
         return response
 
-    async def _open_stream(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
-        """Take a slot and open the stream; on failure give the slot back."""
-        await self._slots.acquire()
+    async def _with_slot(self, send: Callable[[], Awaitable[_T]], paused: list[bool]) -> _T:
+        """Run one attempt in a slot of the upstream budget; a 1302 pauses the whole budget.
+
+        ``paused`` is the call's own note that it set a pause: its retry waits out the same
+        Retry-After in the retry policy, so it does not wait for the pause a second time.
+        """
+        lease = await self._slots.acquire(respect_pause=not paused)
         try:
-            return await self._first_event(body)
-        except BaseException:
-            self._slots.release()
+            return await send()
+        except RateLimitError as exc:
+            await self._pause_after(exc, paused)
             raise
+        finally:
+            await lease.release()
+
+    async def _pause_after(self, exc: RateLimitError, paused: list[bool]) -> None:
+        # 1302 means "too many concurrent requests for this key": every caller of the budget
+        # (every replica with PostgreSQL) waits, not only this one (docs/design/0311).
+        if exc.code == "1302":
+            paused.append(True)
+            await self._slots.pause(self._policy.pause_for(exc))
+
+    async def _open_stream(
+        self, body: bytes, paused: list[bool]
+    ) -> tuple[httpx.Response, AsyncGenerator[str, None], SlotLease]:
+        """Take a slot and open the stream; on failure give the slot back."""
+        lease = await self._slots.acquire(respect_pause=not paused)
+        try:
+            response, events = await self._first_event(body)
+        except BaseException as exc:
+            try:
+                if isinstance(exc, RateLimitError):
+                    await self._pause_after(exc, paused)
+            finally:
+                await lease.release()
+            raise
+        return response, events, lease
 
     async def _first_event(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
         """Open the stream and read up to its first event, so failures before it are retried."""
