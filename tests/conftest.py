@@ -47,3 +47,16 @@ def _offline() -> Iterator[None]:
     yield
     socket.getaddrinfo = _real_getaddrinfo
     socket.create_connection = _real_create_connection
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster for the session (see ``postgres_server.py``); skips when
+    the server binaries are absent."""
+    from postgres_server import PostgresServer, require_server
+
+    server = PostgresServer(require_server()).init()
+    try:
+        yield server
+    finally:
+        server.destroy()
