@@ -4,8 +4,9 @@ A :class:`Persona` is a :class:`~generic_framework.core.engine.TurnEngine` (the 
 seams ``_call_llm`` and ``_handle_tool_calls``) for one :class:`PersonaSpec`, bound to the
 :class:`~generic_framework.core.resources.Resources` whose client calls the model and whose
 store and locks keep conversations. ``respond()`` and ``stream()`` share one path,
-:meth:`Persona._run_turn`: parse ``//``, take the conversation's lock, load the history, run
-the loop, store the turn whole, then ``Done``.
+:meth:`Persona._run_turn`: parse ``//``, take the conversation's lock (this process's, then
+the store's: across replicas on PostgreSQL), load the history, run the loop, store the turn
+whole with its record, then ``Done``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Iterable, Sequence
 from contextlib import aclosing
+from datetime import UTC, datetime
+from time import perf_counter
 from types import TracebackType
 from typing import Self
 
@@ -30,7 +33,7 @@ from generic_framework.core.resources import Resources
 from generic_framework.core.sanitize import sanitize_history
 from generic_framework.core.spec import DEFAULT_FINAL_ANSWER_FALLBACK, PersonaSpec
 from generic_framework.core.tooling import ToolPlan, build_plans
-from generic_framework.core.turn import Turn
+from generic_framework.core.turn import Turn, turn_record
 from generic_framework.tools.base import FunctionTool
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.errors import ToolLoopError
@@ -263,12 +266,11 @@ class Persona(TurnEngine):
             yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
             return
         end: TurnEnd | None = None
-        async with self.runtime.locks.hold(conversation_id):
+        async with self.runtime.conversation(conversation_id) as held:
+            started_at, started = datetime.now(UTC), perf_counter()
             history: list[Message] = []
-            if conversation_id is not None:
-                history = await self.runtime.store.load(
-                    conversation_id, self.settings.history_turns
-                )
+            if held is not None:
+                history = await held.load(self.settings.history_turns)
             turn = self._new_turn(query, plan, history, conversation_id)
             async with aclosing(self._loop(turn, stream)) as run:
                 async for event in run:
@@ -276,8 +278,10 @@ class Persona(TurnEngine):
                         end = event
                     else:
                         yield event
-            if end is not None and end.store and conversation_id is not None:
-                await self.runtime.store.append_turn(conversation_id, self.name, turn.new)
+            if end is not None and end.store and held is not None:
+                took = (perf_counter() - started) * 1000.0
+                record = turn_record(text, end.reply, started_at, took)
+                await held.append_turn(self.name, turn.new, record)
         if end is not None:
             yield Done(end.reply)
 

@@ -12,9 +12,11 @@ every error as OpenAI-style JSON, including Starlette's own 404 and 405.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -35,7 +37,7 @@ from generic_framework.service.errors import EXCEPTION_HANDLERS
 from generic_framework.service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
 from generic_framework.service.openapi import openapi_document
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
-from generic_framework.wire.errors import ConfigError, register_secret
+from generic_framework.wire.errors import ConfigError, GLMError, register_secret
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -63,27 +65,63 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-def _upstream_check(settings: Settings) -> str:
+_PROBE_TIMEOUT = 2.0
+
+
+async def _reachable(url: str) -> bool:
+    """Whether a TCP connection to ``url``'s host and port opens within a short time."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        async with asyncio.timeout(_PROBE_TIMEOUT):
+            _, writer = await asyncio.open_connection(parts.hostname, port)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
+async def _upstream_check(settings: Settings) -> str:
     if settings.has_api_key:
         return "ok"
     if settings.base_url != DEFAULT_BASE_URL and "api.z.ai" not in settings.base_url:
+        # No key means a mock: a mock that is not there would fail every chat after retries.
+        if not await _reachable(settings.base_url):
+            return (
+                f"fail: no OPENAI_API_KEY, and the mock at {settings.base_url} does not answer: "
+                "set OPENAI_API_KEY, or start the mock (docker compose --profile mock up)"
+            )
         return f"ok (no key; {settings.base_url} is taken for a mock)"
     return "fail: OPENAI_API_KEY is not set"
 
 
-def _readiness(state: ServiceState) -> dict[str, str]:
-    data_dir = state.settings.data_dir
-    writable = data_dir.is_dir() and os.access(data_dir, os.W_OK | os.X_OK)
+async def _store_check(state: ServiceState) -> str:
+    settings = state.settings
+    if not settings.uses_postgres:
+        data_dir = settings.data_dir
+        writable = data_dir.is_dir() and os.access(data_dir, os.W_OK | os.X_OK)
+        return "ok" if writable else f"fail: DATA_DIR {data_dir} is not writable"
+    try:
+        async with asyncio.timeout(_PROBE_TIMEOUT * 2):
+            version = await state.runtime.store.schema_version()
+    except (GLMError, TimeoutError) as exc:
+        return f"fail: {exc or 'the database did not answer in time'}"
+    return f"ok (postgresql, schema version {version})"
+
+
+async def _readiness(state: ServiceState) -> dict[str, str]:
     count = len(state.personas)
     return {
-        "store": "ok" if writable else f"fail: DATA_DIR {data_dir} is not writable",
+        "store": await _store_check(state),
         "personas": f"ok ({count})" if count else f"fail: none in {state.runtime.personas_dir}",
-        "upstream": _upstream_check(state.settings),
+        "upstream": await _upstream_check(state.settings),
     }
 
 
 async def _readyz(request: Request) -> Response:
-    checks = _readiness(state_of(request))
+    checks = await _readiness(state_of(request))
     ready = all(v.startswith("ok") for v in checks.values())
     body = {"status": "ready" if ready else "not ready", "checks": checks}
     return JSONResponse(body, status_code=200 if ready else 503)
@@ -154,11 +192,13 @@ def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dic
 
 
 def _lifespan(state: ServiceState) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """At shutdown, close the runtime if the app built it (a borrowed one stays open)."""
+    """At start, open the store (applying its migrations, once across replicas); at shutdown,
+    close the runtime if the app built it (a borrowed one stays open)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
+            await state.runtime.store.open()
             yield
         finally:
             if state.owns_runtime:
