@@ -5,7 +5,8 @@ Routes (docs/protocol.md §1, §10):
 - ``POST /api/paas/v4/chat/completions`` and ``POST /api/coding/paas/v4/chat/completions``:
   JSON, or SSE when the request says ``"stream": true``.
 - ``POST /api/paas/v4/web_search`` (and the coding twin): the Web Search API.
-- ``GET /healthz``; ``GET /mock/report`` (fixtures served, never served, unmatched requests);
+- ``GET /healthz``; ``GET /mock/report`` (fixtures served, never served, unmatched requests,
+  API requests in flight now and at most);
   ``GET /mock/fixtures`` (names, descriptions, user inputs); ``POST /mock/reset``.
 - Any other path answers from a fixture that recorded that method and path, else 404/1222.
 
@@ -311,6 +312,16 @@ class MockApp:
         await self._handle(scope, receive, send, validate_web_search)
 
     async def _handle(
+        self, scope: Scope, receive: Receive, send: Send, check: Callable[[Any], Any]
+    ) -> None:
+        catalog = self.catalog
+        catalog.enter()
+        try:
+            await self._handle_counted(scope, receive, send, check)
+        finally:
+            catalog.leave()
+
+    async def _handle_counted(
         self, scope: Scope, receive: Receive, send: Send, check: Callable[[Any], Any]
     ) -> None:
         try:
