@@ -236,12 +236,18 @@ class PostgresStore:
 
     async def _new_pool(self) -> Any:
         try:
+            import psycopg
             from psycopg_pool import AsyncConnectionPool
         except ImportError as exc:
             raise ConfigError(
                 "DATABASE_URL names PostgreSQL but psycopg is not installed: "
                 "pip install 'generic-framework[postgres]'"
             ) from exc
+        with translated(self.where):
+            # One direct connection first: a server that is not there fails at once, with
+            # its reason, instead of after the pool's wait; it also runs the migrations.
+            async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
+                await migrate(conn)
         pool = AsyncConnectionPool(
             self._url,
             min_size=1,
@@ -254,12 +260,6 @@ class PostgresStore:
         try:
             with translated(self.where):
                 await pool.open(wait=True, timeout=self.pool_timeout)
-                async with pool.connection() as conn:
-                    await conn.set_autocommit(True)
-                    try:
-                        await migrate(conn)
-                    finally:
-                        await conn.set_autocommit(False)
         except BaseException:
             await pool.close()
             raise
