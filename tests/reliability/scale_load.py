@@ -187,7 +187,12 @@ async def conversation(
 
 
 async def drive(bots: list[Process], config: ScaleConfig) -> tuple[list[Sent], float]:
-    limits = httpx.Limits(max_connections=config.conversations * BURST + 10, keepalive_expiry=2.0)
+    # No kept-alive connections: on a saturated machine a replica's event loop can run its 5 s
+    # keep-alive timer before it reads a request that already arrived on that connection, and
+    # the client sees the connection closed (a ReadError) for a turn that never started.
+    limits = httpx.Limits(
+        max_connections=config.conversations * BURST + 10, max_keepalive_connections=0
+    )
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with httpx.AsyncClient(limits=limits, headers=headers, timeout=300) as client:
         started = time.monotonic()
