@@ -137,10 +137,10 @@ def test_bot_service_volumes_env_and_ports(compose: dict[str, Any]) -> None:
     assert env["PERSONAS_DIR"] == "/app/personas"
     # Compose refuses to start without a token (the service would refuse to bind 0.0.0.0).
     assert env["BOT_API_TOKEN"].startswith("${BOT_API_TOKEN:?")
-    assert bot["ports"] == ["${BOT_PUBLISH_ADDRESS:-127.0.0.1}:${BOT_PORTS:-8080-8089}:8080"]
+    assert bot["ports"] == ["${BOT_PUBLISH_ADDRESS:-127.0.0.1}:${BOT_PORT-8080}:8080"]
     assert bot["depends_on"]["mock-zai"] == {"condition": "service_healthy", "required": False}
     assert bot["depends_on"]["postgres"] == {"condition": "service_healthy", "required": False}
-    assert {"/tmp", "/home/bot"} <= set(bot["tmpfs"])
+    assert {"/tmp", "/home/bot:uid=10001,gid=10001,mode=0700"} <= set(bot["tmpfs"])
 
 
 def _probe(service: dict[str, Any]) -> str:
