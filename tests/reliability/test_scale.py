@@ -5,7 +5,8 @@
   is stored, the conversation's lock and the upstream slots it held are released by the server,
   and the other replicas go on at once;
 - a PostgreSQL restart in the middle of load: typed 503s with ``Retry-After`` while it is down,
-  then every replica answers again without being restarted.
+  then every replica answers again without being restarted;
+- a call over the shared budget waits ``LLM_QUEUE_TIMEOUT``, then gets 503 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -183,3 +184,31 @@ async def send_until_ok(client: httpx.AsyncClient, bots: list[Process], replica:
         if sent.status == 200 or time.monotonic() > deadline:
             return sent
         await asyncio.sleep(0.5)
+
+
+async def test_calls_over_the_shared_budget_wait_then_get_503_with_retry_after(
+    tmp_path: Path, postgres_server: Any
+) -> None:
+    """Budget 1 across two replicas, a 0.5 s queue: the second replica's turn, sent while the
+    first one's call is upstream (1.5 s), waits its 0.5 s, then is refused, nothing sent."""
+    url = postgres_server.create_database("busy")
+    await asyncio.to_thread(write_fixtures, tmp_path / "fixtures")
+    env = {"LLM_MAX_CONCURRENCY": "1", "LLM_QUEUE_TIMEOUT": "0.5", "LLM_MAX_RETRIES": "0"}
+    text = question(0, 1, 5)[0]
+    with mock_process(tmp_path, 1500) as mock:
+        bots = replicas(tmp_path, mock, url, 2, **env)
+        try:
+            async with httpx.AsyncClient(headers=HEADERS, timeout=60) as client:
+                first = asyncio.ensure_future(send(client, bots, 0, "b1", text))
+                await wait_for(lambda: mock_report(mock)["in_flight"] == 1)
+                refused = await send(client, bots, 1, "b2", text)
+                served = await first
+                report = mock_report(mock)
+        finally:
+            for bot in bots:
+                bot.stop()
+    assert (served.status, refused.status, refused.code) == (200, 503, "upstream_busy")
+    assert refused.retry_after is not None and int(refused.retry_after) >= 1
+    assert 0.5 <= refused.seconds < 1.5  # waited its queue time, not the first call's length
+    assert (report["requests"], report["max_in_flight"]) == (1, 1)
+    assert (await stored_users(url, "b2"))[0] == []
