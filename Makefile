@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-dev demo test lint bench clean
+.PHONY: install install-dev demo test lint bench scale-load clean
 
 # The demo needs only the runtime dependencies; tests and lint need the dev extra too.
 $(VENV)/.installed: pyproject.toml
@@ -34,6 +34,10 @@ lint: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-dev
 	$(BIN)/python -m pip install -q -e '.[dev,bench]'
 	$(BIN)/python -m benchmarks
+
+# Three replicas on one throwaway PostgreSQL (Debian's postgresql package) and the mock, full size.
+scale-load: $(VENV)/.installed-dev
+	$(BIN)/python tests/reliability/scale_load.py --conversations 200 --turns 5
 
 clean:
 	rm -rf $(VENV) .venv-ci .pytest_cache .mypy_cache .ruff_cache

@@ -101,6 +101,7 @@ class Settings(BaseSettings):
     llm_retry_deadline: Seconds = 600.0
     llm_max_connections: int = Field(default=100, ge=1, le=10_000)
     llm_max_concurrency: int = Field(default=100, ge=1, le=10_000)
+    llm_queue_timeout: float = Field(default=120.0, gt=0)
     max_tool_rounds: ToolRounds = 5
     tool_timeout: Seconds = 30.0
     web_search_mode: Literal["auto", "builtin", "client", "mcp", "off"] = "auto"
@@ -111,6 +112,8 @@ class Settings(BaseSettings):
     history_turns: int = Field(default=20, ge=0, le=1000)
     personas_dir: Path = Path("./personas")
     data_dir: Path = Path("./data")
+    database_url: SecretStr | None = None
+    database_pool_size: int = Field(default=10, ge=1, le=1000)
     bot_host: BindHost = "127.0.0.1"
     bot_port: Port = 8080
     bot_api_token: SecretStr | None = None
@@ -142,7 +145,7 @@ class Settings(BaseSettings):
         """
         return _Defaults(**values)
 
-    @field_validator("api_key", "bot_api_token", mode="before")
+    @field_validator("api_key", "bot_api_token", "database_url", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         if isinstance(value, str) and not value.strip():
@@ -231,10 +234,29 @@ class Settings(BaseSettings):
             return f"web search: WEB_SEARCH_MODE=auto -> {mode} ({endpoint}): {where}"
         return f"web search: WEB_SEARCH_MODE={mode}: {where}"
 
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        scheme = value.get_secret_value().partition("://")[0].lower()
+        if scheme not in _DATABASE_SCHEMES:
+            # The value itself is never repeated: it may carry a password.
+            raise ValueError(
+                "must start with postgresql:// (or postgres://), or be left empty for SQLite "
+                "in DATA_DIR"
+            )
+        return value
+
     @property
     def database_path(self) -> Path:
-        """The SQLite conversation store's file."""
+        """The SQLite conversation store's file (used when ``DATABASE_URL`` is not set)."""
         return self.data_dir / "conversations.sqlite3"
+
+    @property
+    def uses_postgres(self) -> bool:
+        """True when ``DATABASE_URL`` selects PostgreSQL."""
+        return self.database_url is not None
 
 
 class _Defaults(Settings):
@@ -276,7 +298,7 @@ def _explain(exc: ValidationError) -> str:
         field = _FIELD_OF_ALIAS.get(field, field)
         name = _ENV_NAMES.get(field, field.upper())
         got = err.get("input")
-        shown = "" if field in {"api_key", "bot_api_token"} else f" (got {got!r})"
+        shown = "" if field in _SECRET_FIELDS else f" (got {got!r})"
         lines.append(f"{name} {_detail(field, err)}{shown}")
     return "; ".join(lines)
 
@@ -306,6 +328,9 @@ def _number(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+_DATABASE_SCHEMES = frozenset({"postgresql", "postgres"})
+# Never echoed in an error message: they hold keys, tokens or passwords.
+_SECRET_FIELDS = frozenset({"api_key", "bot_api_token", "database_url"})
 # Errors name the variable a user sets, never the internal field name.
 _ENV_NAMES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 _FIELD_OF_ALIAS = {

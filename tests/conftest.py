@@ -68,3 +68,16 @@ def _no_leftover_mcp_servers() -> Iterator[None]:
         time.sleep(0.1)
         left = mcp_children() - before
     assert not left, f"MCP server processes outlived the test suite: {sorted(left)}"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A throwaway PostgreSQL cluster for the session (see ``postgres_server.py``); skips when
+    the server binaries are absent."""
+    from postgres_server import PostgresServer, require_server
+
+    server = PostgresServer(require_server()).init()
+    try:
+        yield server
+    finally:
+        server.destroy()

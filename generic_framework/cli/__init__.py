@@ -1,4 +1,4 @@
-"""The ``generic-framework`` command line: chat, personas, serve, mock, record, replay.
+"""The ``generic-framework`` command line: chat, personas, serve, mock, record, replay, db.
 
 Exit codes: 0 success; 1 an upstream or runtime error (one line on stderr says what to do);
 2 a usage or configuration error. This module only declares the commands; each one imports its
@@ -12,6 +12,7 @@ fast. The modules, none of which imports this one:
 - :mod:`~generic_framework.cli.chat` and :mod:`~generic_framework.cli.interactive`: ``chat``.
 - :mod:`~generic_framework.cli.personas`, :mod:`~generic_framework.cli.serve`,
   :mod:`~generic_framework.cli.mock`, :mod:`~generic_framework.cli.fixtures`: the other commands.
+- :mod:`~generic_framework.cli.db`: ``db upgrade`` and ``db copy``.
 """
 
 from __future__ import annotations
@@ -246,6 +247,40 @@ def replay(
     from generic_framework.cli.fixtures import run_replay
 
     raise typer.Exit(run_replay(paths or [], as_json))
+
+
+db = typer.Typer(
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="The conversation database (DATABASE_URL, or SQLite in DATA_DIR): migrate, copy.",
+)
+app.add_typer(db, name="db")
+
+
+@db.command("upgrade", epilog=_EPILOG)
+def db_upgrade() -> None:
+    """Apply pending migrations to the database DATABASE_URL names (SQLite in DATA_DIR when
+    unset). Safe to repeat, and to run while replicas are running."""
+    from generic_framework.cli.db import run_upgrade
+
+    raise typer.Exit(run_upgrade())
+
+
+@db.command("copy", epilog=_EPILOG)
+def db_copy(
+    source: Annotated[
+        str,
+        typer.Option(
+            "--from", help="postgresql://..., sqlite:///PATH or a file path to copy from."
+        ),
+    ],
+    target: Annotated[str, typer.Option("--to", help="Where to copy to (the same forms).")],
+) -> None:
+    """Copy every conversation into another database (SQLite to PostgreSQL and back), then
+    verify turn and message counts and a checksum per conversation."""
+    from generic_framework.cli.db import run_copy
+
+    raise typer.Exit(run_copy(source, target))
 
 
 def main(argv: list[str] | None = None) -> None:

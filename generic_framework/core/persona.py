@@ -5,8 +5,9 @@ seams ``_call_llm`` and ``_handle_tool_calls``) for one :class:`PersonaSpec`, bo
 :class:`~generic_framework.core.resources.Resources` whose client calls the model and whose
 store and locks keep conversations. ``respond()`` and ``stream()`` share one path,
 :meth:`Persona._run_turn`: parse ``//``, add the tools of the persona's MCP servers when the turn
-offers tools (the runtime starts the servers on first use), take the conversation's lock, load
-the history, run the loop, store the turn whole, then ``Done``.
+offers tools (the runtime starts the servers on first use), take the conversation's lock (this
+process's, then the store's: across replicas on PostgreSQL), load the history, run the loop,
+store the turn whole with its record, then ``Done``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
+from datetime import UTC, datetime
+from time import perf_counter
 from types import TracebackType
 from typing import Any, Self
 
@@ -37,7 +40,7 @@ from generic_framework.core.tooling import (
     reserved_names,
     with_tools,
 )
-from generic_framework.core.turn import Turn
+from generic_framework.core.turn import Turn, turn_record
 from generic_framework.limits import check_conversation_id, check_text
 from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.tools.base import FunctionTool
@@ -298,12 +301,11 @@ class Persona(TurnEngine):
         end: TurnEnd | None = None
         watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
         try:
-            async with self.runtime.locks.hold(conversation_id):
+            async with self.runtime.conversation(conversation_id) as held:
+                started_at, started = datetime.now(UTC), perf_counter()
                 history: list[Message] = []
-                if conversation_id is not None:
-                    history = await self.runtime.store.load(
-                        conversation_id, self.settings.history_turns
-                    )
+                if held is not None:
+                    history = await held.load(self.settings.history_turns)
                 turn = self._new_turn(query, plan, history, conversation_id, watch)
                 async with aclosing(self._loop(turn, stream)) as run:
                     async for event in run:
@@ -311,8 +313,10 @@ class Persona(TurnEngine):
                             end = event
                         else:
                             yield event
-                if end is not None and end.store and conversation_id is not None:
-                    await self.runtime.store.append_turn(conversation_id, self.name, turn.new)
+                if end is not None and end.store and held is not None:
+                    took = (perf_counter() - started) * 1000.0
+                    record = turn_record(text, end.reply, started_at, took)
+                    await held.append_turn(self.name, turn.new, record)
         except BaseException as exc:
             watch.failed(exc)
             raise

@@ -98,6 +98,8 @@ class Reply(BaseModel):
         messages: the turn's new messages in order (user, assistant tool calls, tool answers,
             final answer), as stored. Empty when nothing was stored: a bare ``//`` or a turn
             stopped by the content filter.
+        web_searches: model calls that returned sources (server-side search) plus client-side
+            ``search_web`` calls.
     """
 
     content: str
@@ -108,3 +110,4 @@ class Reply(BaseModel):
     model: str = ""
     conversation_id: str | None = None
     messages: list[Message] = Field(default_factory=list)
+    web_searches: int = 0

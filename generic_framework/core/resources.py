@@ -8,13 +8,20 @@ stores or MCP sessions. The client and the store are opened on first use, so a r
 answers a conversation never opens a database file, and an MCP server is started the first time
 a turn needs its tools; closing closes what was opened, once (stopping every stdio MCP server),
 and leaves borrowed objects open.
+
+The store is the one ``DATABASE_URL`` names (SQLite in ``DATA_DIR`` when unset, PostgreSQL
+otherwise), and it provides the two things replicas must share: the conversation's lock for a
+turn (:meth:`Resources.conversation`: this process's FIFO lock first, then the store's) and the
+upstream budget the client takes its slots from (:meth:`ConversationStore.upstream_slots`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Self
 
@@ -23,12 +30,21 @@ import httpx
 from generic_framework.config import Settings
 from generic_framework.core.locks import ConversationLocks
 from generic_framework.mcp_tools.sessions import MCPSessions
-from generic_framework.store.base import ConversationStore
+from generic_framework.store import open_store
+from generic_framework.store.base import ConversationStore, HeldConversation
 from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.slots import UpstreamSlots
 
-__all__ = ["Resources"]
+__all__ = ["Resources", "budget_id"]
+
+
+def budget_id(settings: Settings) -> str:
+    """Names the upstream budget of the settings' API key: a digest, never the key itself."""
+    key = settings.api_key.get_secret_value() if settings.api_key is not None else ""
+    return hashlib.sha256(f"generic_framework:{key}".encode()).hexdigest()[:16]
+
 
 logger = logging.getLogger("generic_framework.runtime")
 
@@ -40,8 +56,8 @@ class Resources:
         settings: the configuration; :meth:`Settings.defaults() <Settings.defaults>` (not the
             environment) when omitted.
         client: a client to borrow (never closed here); one is opened on first use otherwise.
-        store: a store to borrow (never closed here); SQLite at ``settings.database_path`` is
-            opened on first use otherwise.
+        store: a store to borrow (never closed here); otherwise the one ``DATABASE_URL``
+            names (SQLite at ``settings.database_path`` when unset) is opened on first use.
         transport: an httpx transport for the owned client (tests, the recorder).
         telemetry: where turns and upstream calls are recorded; new metrics (and tracing when
             an OpenTelemetry provider is installed) when omitted.
@@ -72,7 +88,7 @@ class Resources:
         self._client = client
         self._store = store
         self._transport = transport
-        self._opened: list[GLMClient | ConversationStore] = []
+        self._opened: list[GLMClient | ConversationStore | UpstreamSlots] = []
         self._closed = False
 
     def __repr__(self) -> str:
@@ -83,7 +99,7 @@ class Resources:
         """The GLM client (opened on first use)."""
         if self._client is None:
             self._check_open()
-            self._client = self._new_client()
+            self._client = self._new_client(self._slots())
             self._opened.append(self._client)
         return self._client
 
@@ -92,11 +108,40 @@ class Resources:
         """The conversation store (opened on first use)."""
         if self._store is None:
             self._check_open()
-            from generic_framework.store.sqlite import SQLiteStore
-
-            self._store = SQLiteStore(self.settings.database_path)
+            url = self.settings.database_url
+            self._store = open_store(
+                url.get_secret_value() if url is not None else None,
+                sqlite_path=self.settings.database_path,
+                pool_size=self.settings.database_pool_size,
+            )
             self._opened.append(self._store)
         return self._store
+
+    def _slots(self) -> UpstreamSlots:
+        """The upstream budget, from the store (shared by replicas on PostgreSQL); closed
+        after the client and before the store."""
+        s = self.settings
+        slots = self.store.upstream_slots(
+            budget=budget_id(s), limit=s.llm_max_concurrency, wait=s.llm_queue_timeout
+        )
+        self._opened.append(slots)
+        return slots
+
+    @asynccontextmanager
+    async def conversation(
+        self, conversation_id: str | None
+    ) -> AsyncIterator[HeldConversation | None]:
+        """Hold a conversation for one turn: this process's FIFO lock, then the store's lock
+        (across replicas on PostgreSQL). ``None`` for no conversation: nothing is held.
+
+        Turns on one conversation queue here in arrival order, so at most one connection per
+        process waits on the store's lock.
+        """
+        if conversation_id is None:
+            yield None
+            return
+        async with self.locks.hold(conversation_id), self.store.lock(conversation_id) as held:
+            yield held
 
     async def open(self) -> Self:
         """Open the client now, in a worker thread, and return ``self``.
@@ -106,19 +151,22 @@ class Resources:
         """
         if self._client is None:
             self._check_open()
-            client = await asyncio.to_thread(self._new_client)
+            slots = self._slots()
+            client = await asyncio.to_thread(self._new_client, slots)
             if self._client is None:
                 self._client = client
                 self._opened.append(client)
                 logger.info("%s", self.settings.describe_search())
             else:  # another task opened one meanwhile
                 await client.aclose()
+                self._opened.remove(slots)
+                await slots.aclose()
         return self
 
-    def _new_client(self) -> GLMClient:
-        """An owned client reporting to this runtime's metrics."""
+    def _new_client(self, slots: UpstreamSlots) -> GLMClient:
+        """An owned client taking its slots from ``slots`` and reporting to the metrics."""
         metrics = self.telemetry.metrics
-        client = GLMClient(self.settings, transport=self._transport, observer=metrics)
+        client = GLMClient(self.settings, transport=self._transport, observer=metrics, slots=slots)
         metrics.watch(client)
         return client
 

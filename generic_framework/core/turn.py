@@ -9,12 +9,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from time import perf_counter
 
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.observe import TurnWatch
 from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
 from generic_framework.core.tooling import ToolPlan, call_name
+from generic_framework.store.base import SourceRecord, TurnRecord
+from generic_framework.tools.search import SEARCH_TOOL_NAME
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.messages import (
     AssistantMessage,
@@ -24,7 +27,7 @@ from generic_framework.wire.messages import (
     Usage,
 )
 
-__all__ = ["Turn", "total_usage"]
+__all__ = ["Turn", "total_usage", "turn_record"]
 
 logger = logging.getLogger("generic_framework.persona")
 
@@ -37,6 +40,30 @@ def total_usage(usages: Sequence[Usage]) -> Usage:
     for usage in usages[1:]:
         total = total + usage
     return total
+
+
+def turn_record(text: str, reply: Reply, started_at: datetime, duration_ms: float) -> TurnRecord:
+    """What the store keeps beside a turn's messages: ``text`` as typed (``//`` included),
+    the reply's model, stop reason, sources and usage, and the timings."""
+    usage = reply.usage
+    return TurnRecord(
+        input=text,
+        model=reply.model,
+        stop_reason=reply.stop_reason,
+        sources=tuple(
+            SourceRecord(c.number, c.title, c.url, c.site, c.published, c.snippet, c.ref)
+            for c in reply.citations
+        ),
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cached_tokens=usage.cached_tokens,
+        reasoning_tokens=usage.reasoning_tokens,
+        web_searches=reply.web_searches,
+        rounds=len(reply.rounds),
+        started_at=started_at.isoformat(timespec="milliseconds"),
+        duration_ms=round(duration_ms, 1),
+        round_ms=tuple(round(r.duration_ms, 1) for r in reply.rounds),
+    )
 
 
 @dataclass(slots=True)
@@ -56,6 +83,7 @@ class Turn:
         citations: the sources found so far, numbered in order.
         rounds: one :class:`RoundState` per model call.
         usages: the token counts of each call.
+        web_searches: calls that returned sources, plus client-side ``search_web`` calls.
     """
 
     persona: str
@@ -68,6 +96,7 @@ class Turn:
     citations: CitationBook = field(default_factory=CitationBook)
     rounds: list[RoundState] = field(default_factory=list)
     usages: list[Usage] = field(default_factory=list)
+    web_searches: int = 0
 
     def collect(self, completion: ChatCompletion) -> None:
         """Keep a completion's usage and its ``web_search[]`` sources."""
@@ -75,6 +104,7 @@ class Turn:
             self.usages.append(completion.usage)
         if completion.web_search:
             self.citations.add_server_results(completion.web_search)
+            self.web_searches += 1
 
     def record_round(
         self,
@@ -91,6 +121,7 @@ class Turn:
         infos = [
             ToolCallInfo(id=c.id, name=call_name(c), arguments=c.function.arguments) for c in calls
         ]
+        self.web_searches += sum(info.name == SEARCH_TOOL_NAME for info in infos)
         self.rounds.append(
             RoundState(
                 number=number,
@@ -146,4 +177,5 @@ class Turn:
             model=model,
             conversation_id=self.conversation_id,
             messages=messages,
+            web_searches=self.web_searches,
         )

@@ -8,7 +8,8 @@ Routes (docs/protocol.md §1, §10):
 - ``/api/mcp/web_search_prime/mcp``: the Web Search MCP server of the Coding Plan, streamable
   HTTP (:mod:`generic_framework.mock.mcp_endpoint`); its ``tools/call`` requests are answered
   from the fixtures like the routes above.
-- ``GET /healthz``; ``GET /mock/report`` (fixtures served, never served, unmatched requests);
+- ``GET /healthz``; ``GET /mock/report`` (fixtures served, never served, unmatched requests,
+  API requests in flight now and at most);
   ``GET /mock/fixtures`` (names, descriptions, user inputs); ``POST /mock/reset``.
 - Any other path answers from a fixture that recorded that method and path, else 404/1222.
 
@@ -294,6 +295,16 @@ class MockApp:
         await self._answer(scope, receive, send, False, selection, body=body)
 
     async def _handle(
+        self, scope: Scope, receive: Receive, send: Send, check: Callable[[Any], Any]
+    ) -> None:
+        catalog = self.catalog
+        catalog.enter()
+        try:
+            await self._handle_counted(scope, receive, send, check)
+        finally:
+            catalog.leave()
+
+    async def _handle_counted(
         self, scope: Scope, receive: Receive, send: Send, check: Callable[[Any], Any]
     ) -> None:
         try:

@@ -196,6 +196,10 @@ class Catalog:
             "injected": 0,
             "unmatched": 0,
             "rejected": 0,
+            # API requests being answered now, and the most there ever were at once: how a
+            # test sees that a client kept to its concurrency budget.
+            "in_flight": 0,
+            "max_in_flight": 0,
         }
 
     # ------------------------------------------------------------------ selection
@@ -257,6 +261,19 @@ class Catalog:
         outcome = "served" if failure is None else failure.kind
         self.log.append(LogEntry(state.fixture.name, exchange.index, attempt, outcome))
         return Selection(state, exchange, attempt, failure, exchange.delay_for(attempt))
+
+    def enter(self) -> None:
+        """An API request arrived: count it in flight (and raise the high-water mark)."""
+        with self._lock:
+            self.counts["in_flight"] += 1
+            self.counts["max_in_flight"] = max(
+                self.counts["max_in_flight"], self.counts["in_flight"]
+            )
+
+    def leave(self) -> None:
+        """An API request was answered (or its client went away)."""
+        with self._lock:
+            self.counts["in_flight"] -= 1
 
     def note_rejected(self) -> None:
         """Count a request rejected by validation."""
@@ -356,7 +373,9 @@ class Catalog:
             self.log.clear()
             self.unmatched.clear()
             for name in self.counts:
-                self.counts[name] = 0
+                if name != "in_flight":  # requests being answered are still in flight
+                    self.counts[name] = 0
+            self.counts["max_in_flight"] = self.counts["in_flight"]
 
     def report(self) -> dict[str, Any]:
         """Which fixtures were served, which never were, and the unmatched requests."""

@@ -29,6 +29,7 @@ from generic_framework.service.schemas import (
 )
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
 from generic_framework.service.streaming import event_stream
+from generic_framework.store.base import StoredMessage
 
 __all__ = [
     "chat_completions",
@@ -106,10 +107,15 @@ async def get_conversation(request: Request) -> Response:
     """``GET /v1/conversations/{id}``: the stored messages, oldest first; 404 when unknown."""
     state = state_of(request)
     cid = path_conversation_id(request)
-    stored = await state.runtime.store.get(cid)
-    if stored is None:
+    turns = await state.runtime.store.turns(cid)
+    if turns is None:
         raise _no_conversation(cid)
-    return _json(conversation_body(cid, stored))
+    stored = [
+        StoredMessage(t.turn, t.persona, t.created_at, message)
+        for t in turns
+        for message in t.messages
+    ]
+    return _json(conversation_body(cid, stored, turns))
 
 
 async def delete_conversation(request: Request) -> Response:

@@ -158,13 +158,14 @@ def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dic
 
 
 def _lifespan(state: ServiceState) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """At start-up open the runtime's client (off the event loop, not on the first request) and
-    its personas' MCP servers; at shutdown close the runtime if the app built it (a borrowed one
-    stays open)."""
+    """At start-up open the store (applying its migrations, once across replicas), the runtime's
+    client (off the event loop, not on the first request) and its personas' MCP servers; at
+    shutdown close the runtime if the app built it (a borrowed one stays open)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
+            await state.runtime.store.open()
             await state.runtime.open()
             served = [p for p in state.personas.values() if isinstance(p, Persona)]
             if any(persona.mcp_servers for persona in served):

@@ -9,6 +9,7 @@ Upstream failures (the language model service, i.e. Z.AI or the mock) map to gat
 ========================================  ======  ===============================
 error                                     status  ``code``
 ========================================  ======  ===============================
+UpstreamBusyError (no slot in time)       503     ``upstream_busy``
 RateLimitError (1302... after retries)    503     ``upstream_rate_limited``
 QuotaExceededError                        503     ``upstream_quota_exceeded``
 APITimeoutError                           504     ``upstream_timeout``
@@ -17,6 +18,7 @@ AuthenticationError                       502     ``upstream_auth_failed``
 InsufficientBalanceError                  502     ``upstream_account_unusable``
 ContentFilterError                        502     ``content_filter``
 anything else from upstream               502     ``upstream_error``
+StoreUnavailableError (the database)      503     ``store_unavailable``
 ConfigError                               500     ``configuration_error``
 any other exception                       500     ``internal_error``
 ========================================  ======  ===============================
@@ -56,6 +58,8 @@ from generic_framework.wire.errors import (
     InsufficientBalanceError,
     QuotaExceededError,
     RateLimitError,
+    StoreUnavailableError,
+    UpstreamBusyError,
     redact,
 )
 
@@ -129,6 +133,7 @@ def error_response(
 
 
 _UPSTREAM: tuple[tuple[type[GLMError], int, str, str], ...] = (
+    (UpstreamBusyError, 503, "upstream_busy", "too many calls to the language model at once"),
     (RateLimitError, 503, "upstream_rate_limited", "the language model service is busy"),
     (QuotaExceededError, 503, "upstream_quota_exceeded", "the API plan's quota is used up"),
     (APITimeoutError, 504, "upstream_timeout", "the language model service timed out"),
@@ -137,6 +142,7 @@ _UPSTREAM: tuple[tuple[type[GLMError], int, str, str], ...] = (
     (InsufficientBalanceError, 502, "upstream_account_unusable", "the API account is unusable"),
     (ContentFilterError, 502, "content_filter", "content moderation blocked the answer"),
     (APIError, 502, "upstream_error", "the language model service failed"),
+    (StoreUnavailableError, 503, "store_unavailable", "the conversation database is unavailable"),
 )
 
 
@@ -150,9 +156,8 @@ def map_exception(exc: BaseException) -> ServiceError:
             retry_after = exc.retry_after
             if status == 503 and retry_after is not None and retry_after > 0:
                 headers["Retry-After"] = str(math.ceil(retry_after))
-            return ServiceError(
-                status, f"{summary}: {exc}", type_="upstream_error", code=code, headers=headers
-            )
+            kind = "upstream_error" if isinstance(exc, APIError) else "server_error"
+            return ServiceError(status, f"{summary}: {exc}", type_=kind, code=code, headers=headers)
     if isinstance(exc, ConfigError):
         logger.error("configuration error while answering: %s", exc)
         return ServiceError(500, str(exc), type_="server_error", code="configuration_error")

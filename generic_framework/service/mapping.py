@@ -19,9 +19,10 @@ from generic_framework.service.schemas import (
     FinishReason,
     MessageOut,
     TurnOut,
+    TurnRecordOut,
     UsageOut,
 )
-from generic_framework.store.base import StoredMessage
+from generic_framework.store.base import StoredMessage, StoredTurn
 from generic_framework.wire.messages import WebSearchResult
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "reply_web_search",
     "stored_message",
     "turn_body",
+    "turn_record_body",
 ]
 
 
@@ -123,6 +125,47 @@ def stored_message(item: StoredMessage) -> dict[str, Any]:
     }
 
 
-def conversation_body(conversation_id: str, stored: Sequence[StoredMessage]) -> ConversationOut:
-    """The body of ``GET /v1/conversations/{id}``: its messages, oldest first."""
-    return ConversationOut(id=conversation_id, messages=[stored_message(m) for m in stored])
+def turn_record_body(turn: StoredTurn) -> TurnRecordOut:
+    """A stored turn's record as the API shows it (empty for turns stored without one)."""
+    out = TurnRecordOut(turn=turn.turn, persona=turn.persona, created_at=turn.created_at)
+    r = turn.record
+    if r is None:
+        return out
+    usage = {
+        "prompt_tokens": r.prompt_tokens,
+        "completion_tokens": r.completion_tokens,
+        "cached_tokens": r.cached_tokens,
+        "reasoning_tokens": r.reasoning_tokens,
+    }
+    citations = [
+        Citation(
+            number=s.number, title=s.title, url=s.url, site=s.site, snippet=s.snippet,
+            published=s.published, ref=s.ref,
+        )
+        for s in r.sources
+    ]  # fmt: skip
+    return out.model_copy(
+        update={
+            "input": r.input,
+            "model": r.model,
+            "stop_reason": r.stop_reason,
+            "citations": citations,
+            "usage": usage,
+            "web_searches": r.web_searches,
+            "rounds": r.rounds,
+            "started_at": r.started_at,
+            "duration_ms": r.duration_ms,
+        }
+    )
+
+
+def conversation_body(
+    conversation_id: str, stored: Sequence[StoredMessage], turns: Sequence[StoredTurn] = ()
+) -> ConversationOut:
+    """The body of ``GET /v1/conversations/{id}``: its messages, oldest first, and its turns'
+    records."""
+    return ConversationOut(
+        id=conversation_id,
+        messages=[stored_message(m) for m in stored],
+        turns=[turn_record_body(t) for t in turns],
+    )

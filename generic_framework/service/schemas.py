@@ -38,6 +38,7 @@ __all__ = [
     "ReadyOut",
     "ReplySummaryOut",
     "TurnOut",
+    "TurnRecordOut",
     "TurnRequest",
     "UsageOut",
 ]
@@ -189,11 +190,33 @@ class TurnOut(BaseModel):
     model: str = ""
 
 
+class TurnRecordOut(BaseModel):
+    """One stored turn's record: what was typed, the sources, the usage and the timings.
+
+    ``input`` is ``null`` (and the rest empty) for turns stored before records were kept.
+    """
+
+    turn: int
+    persona: str
+    created_at: str
+    input: str | None = None
+    model: str = ""
+    stop_reason: str = ""
+    citations: list[Citation] = Field(default_factory=list)
+    usage: dict[str, int] = Field(default_factory=dict)
+    web_searches: int = 0
+    rounds: int = 0
+    started_at: str = ""
+    duration_ms: float = 0.0
+
+
 class ConversationOut(BaseModel):
-    """A stored conversation: its messages in order, as sent to the model."""
+    """A stored conversation: its messages in order, as sent to the model, and each turn's
+    record (sources, usage, timings), so a page can restore it with its sources."""
 
     id: str
     messages: list[dict[str, Any]]
+    turns: list[TurnRecordOut] = Field(default_factory=list)
 
 
 class ModelOut(BaseModel):

@@ -1,16 +1,73 @@
 """Conversation stores: one async interface, :class:`ConversationStore`, and its backends.
 
 A store keeps whole turns: :meth:`~ConversationStore.append_turn` writes a turn's messages (user
-message, assistant tool calls, tool answers, final answer) atomically after the turn completed,
-so a stored history never ends in an unanswered tool call. Serialising turns on one conversation
-is not the store's job: the :class:`~generic_framework.runtime.Runtime`'s locks do that.
+message, assistant tool calls, tool answers, final answer) and its record atomically after the
+turn completed, so a stored history never ends in an unanswered tool call.
+:meth:`~ConversationStore.lock` holds a conversation for one turn (across processes where the
+backend can), and :meth:`~ConversationStore.upstream_slots` gives the upstream budget the
+backend can share.
 
-Backends: :class:`~generic_framework.store.sqlite.SQLiteStore` (one file, the embedded default).
+Backends: :class:`~generic_framework.store.sqlite.SQLiteStore` (one file, the embedded default)
+and :class:`~generic_framework.store.postgres.PostgresStore` (``DATABASE_URL``, shared by
+replicas). :func:`open_store` picks one.
 """
 
 from __future__ import annotations
 
-from generic_framework.store.base import ConversationStore, StoredMessage, check_conversation_id
+from pathlib import Path
+
+from generic_framework.store.base import (
+    ConversationDump,
+    ConversationStore,
+    HeldConversation,
+    SourceRecord,
+    StoredMessage,
+    StoredTurn,
+    TurnRecord,
+    check_conversation_id,
+    checksum,
+)
 from generic_framework.store.sqlite import SQLiteStore
 
-__all__ = ["ConversationStore", "SQLiteStore", "StoredMessage", "check_conversation_id"]
+__all__ = [
+    "ConversationDump",
+    "ConversationStore",
+    "HeldConversation",
+    "SQLiteStore",
+    "SourceRecord",
+    "StoredMessage",
+    "StoredTurn",
+    "TurnRecord",
+    "check_conversation_id",
+    "checksum",
+    "open_store",
+]
+
+
+def open_store(
+    url: str | None, *, sqlite_path: str | Path, pool_size: int = 10
+) -> ConversationStore:
+    """The store a database URL names (nothing is connected until first use).
+
+    Args:
+        url: ``postgresql://...`` (or ``postgres://``) for PostgreSQL; ``sqlite:///PATH`` (as
+            SQLAlchemy writes it: ``sqlite:////abs/path`` for an absolute one) or a plain file
+            path for SQLite; ``None`` or empty for ``sqlite_path``.
+        sqlite_path: the SQLite file when ``url`` is empty.
+        pool_size: PostgreSQL's connection pool size.
+
+    Raises:
+        ValueError: the URL's scheme is neither.
+    """
+    if not url:
+        return SQLiteStore(Path(sqlite_path))
+    scheme, found, rest = url.partition("://")
+    if not found:
+        return SQLiteStore(Path(url))
+    if scheme.lower() in {"postgresql", "postgres"}:
+        from generic_framework.store.postgres import PostgresStore
+
+        return PostgresStore(url, pool_size=pool_size)
+    if scheme.lower() == "sqlite" and rest.startswith("/") and len(rest) > 1:
+        return SQLiteStore(Path(rest[1:]))
+    raise ValueError("a database URL is postgresql://..., sqlite:///PATH or a file path")

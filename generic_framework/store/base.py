@@ -1,15 +1,35 @@
-"""The store interface: :class:`ConversationStore` and what it hands out."""
+"""The store interface: :class:`ConversationStore` and the records it keeps and hands out.
+
+Two backends implement it (SQLite, PostgreSQL) and pass one contract test suite
+(``tests/store/test_store_contract.py``). A store keeps whole turns: each turn's messages and
+its :class:`TurnRecord` (what was typed, who answered with which model, the sources, the token
+counts, the timings), written atomically once the turn completed.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from contextlib import AbstractAsyncContextManager
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
 
 from generic_framework.limits import check_conversation_id
 from generic_framework.wire.messages import Message
+from generic_framework.wire.slots import UpstreamSlots
 
-__all__ = ["ConversationStore", "StoredMessage", "check_conversation_id"]
+__all__ = [
+    "ConversationDump",
+    "ConversationStore",
+    "HeldConversation",
+    "SourceRecord",
+    "StoredMessage",
+    "StoredTurn",
+    "TurnRecord",
+    "check_conversation_id",
+    "checksum",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,15 +42,151 @@ class StoredMessage:
     message: Message
 
 
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """One numbered source of a stored turn (a reply's citation)."""
+
+    number: int
+    title: str = ""
+    url: str = ""
+    site: str = ""
+    published: str = ""
+    snippet: str = ""
+    ref: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """What a turn is kept with beside its messages.
+
+    Attributes:
+        input: the user's message as typed, ``//`` included (the stored user message has it
+            stripped).
+        model: the model that answered.
+        stop_reason: ``completed``, ``max_rounds``, ``length`` (``content_filter`` turns are
+            not stored).
+        sources: the reply's citations, numbered as cited.
+        prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens: usage summed over
+            the turn's model calls.
+        web_searches: model calls that returned sources plus client-side ``search_web`` calls.
+        rounds: model calls made for the turn.
+        started_at: when the turn started (ISO 8601, UTC).
+        duration_ms: from the start to the reply, storage excluded.
+        round_ms: each model call's duration (tools included), in order.
+    """
+
+    input: str
+    model: str = ""
+    stop_reason: str = ""
+    sources: tuple[SourceRecord, ...] = ()
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    web_searches: int = 0
+    rounds: int = 0
+    started_at: str = ""
+    duration_ms: float = 0.0
+    round_ms: tuple[float, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The record as plain JSON values (sources and round times as lists)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TurnRecord:
+        """The inverse of :meth:`to_json`."""
+        values = dict(data)
+        values["sources"] = tuple(SourceRecord(**s) for s in values.get("sources") or ())
+        values["round_ms"] = tuple(float(ms) for ms in values.get("round_ms") or ())
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    """One stored turn: its number, persona, time, record (``None`` for turns stored before
+    records were kept) and messages in order."""
+
+    turn: int
+    persona: str
+    created_at: str
+    record: TurnRecord | None
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationDump:
+    """Everything stored for one conversation, as ``db copy`` moves it between backends."""
+
+    id: str
+    created_at: str
+    updated_at: str
+    turns: tuple[StoredTurn, ...] = field(default=())
+
+    @property
+    def message_count(self) -> int:
+        """Messages over all turns."""
+        return sum(len(t.messages) for t in self.turns)
+
+
+def checksum(dump: ConversationDump) -> str:
+    """A SHA-256 over a conversation's canonical form: equal on both backends when the
+    conversation was copied whole (ids, turn numbers, personas, times, records, messages)."""
+    canonical = {
+        "id": dump.id,
+        "created_at": dump.created_at,
+        "updated_at": dump.updated_at,
+        "turns": [
+            {
+                "turn": t.turn,
+                "persona": t.persona,
+                "created_at": t.created_at,
+                "record": t.record.to_json() if t.record is not None else None,
+                "messages": [m.model_dump(mode="json", exclude_none=True) for m in t.messages],
+            }
+            for t in dump.turns
+        ],
+    }
+    text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class HeldConversation(Protocol):
+    """A conversation whose lock is held (see :meth:`ConversationStore.lock`)."""
+
+    async def load(self, turns: int) -> list[Message]:
+        """The messages of the last ``turns`` turns, oldest first."""
+        ...
+
+    async def append_turn(
+        self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
+    ) -> int:
+        """Store one whole turn and make it durable; return its number."""
+        ...
+
+
 class ConversationStore(Protocol):
-    """What the persona layer and the service need from a conversation store."""
+    """What the persona layer, the service and ``generic-framework db`` need from a store."""
+
+    async def open(self) -> None:
+        """Connect and apply pending migrations (once; other methods call it on first use)."""
+        ...
+
+    def lock(self, conversation_id: str) -> AbstractAsyncContextManager[HeldConversation]:
+        """Hold the conversation for one turn: load, answer, append, with no other turn of
+        that conversation in between (across processes where the backend can)."""
+        ...
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
         ...
 
     async def append_turn(
-        self, conversation_id: str, persona: str, messages: Sequence[Message]
+        self,
+        conversation_id: str,
+        persona: str,
+        messages: Sequence[Message],
+        record: TurnRecord | None = None,
     ) -> int:
         """Store one whole turn atomically; return its number (1 for the first)."""
         ...
@@ -39,8 +195,37 @@ class ConversationStore(Protocol):
         """Every stored message of a conversation, or ``None`` when it does not exist."""
         ...
 
+    async def turns(self, conversation_id: str) -> list[StoredTurn] | None:
+        """Every stored turn with its record, or ``None`` when the conversation does not exist."""
+        ...
+
     async def delete(self, conversation_id: str) -> bool:
-        """Delete a conversation; True when it existed."""
+        """Delete a conversation (after a running turn of it ends); True when it existed."""
+        ...
+
+    async def conversation_ids(self) -> list[str]:
+        """Every conversation id, sorted."""
+        ...
+
+    async def dump(self, conversation_id: str) -> ConversationDump | None:
+        """Everything stored for a conversation, or ``None``."""
+        ...
+
+    async def restore(self, dump: ConversationDump) -> None:
+        """Write a dumped conversation as it was (numbers and times kept), in one transaction.
+
+        Raises:
+            ValueError: the conversation already exists here.
+        """
+        ...
+
+    async def schema_version(self) -> int:
+        """How many migrations this database has applied."""
+        ...
+
+    def upstream_slots(self, *, budget: str, limit: int, wait: float) -> UpstreamSlots:
+        """The upstream budget this backend can share: across every process using the same
+        database where it can (PostgreSQL), else this process's own."""
         ...
 
     async def aclose(self) -> None:

@@ -7,9 +7,12 @@
 - **Across processes** sharing the file, ``BEGIN IMMEDIATE`` (plus WAL and a busy timeout) makes
   each turn's write atomic and numbers turns without gaps or duplicates. Turns on one
   conversation are serialised within a process by the Runtime's locks; two processes answering
-  the same conversation at the same moment would each see the history without the other's turn.
+  the same conversation at the same moment would each see the history without the other's turn
+  (:meth:`SQLiteStore.lock` holds nothing across processes; PostgreSQL does).
 - **Schema changes** are an ordered list of small functions, :data:`MIGRATIONS`; ``PRAGMA
-  user_version`` records how many have run.
+  user_version`` records how many have run. Each runs in its own ``BEGIN IMMEDIATE``
+  transaction that re-reads the version, so processes opening one file migrate it once.
+- **The upstream budget** is this process's own (:class:`~generic_framework.wire.slots.LocalSlots`).
 - **Off the event loop.** Every operation runs in a worker thread (``asyncio.to_thread``): a
   commit waits for the disk, which can take milliseconds. One connection per store, guarded by a
   thread lock, serves all threads.
@@ -21,18 +24,28 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 
-from generic_framework.store.base import StoredMessage, check_conversation_id
+from generic_framework.store.base import (
+    ConversationDump,
+    HeldConversation,
+    StoredMessage,
+    StoredTurn,
+    TurnRecord,
+    check_conversation_id,
+)
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
+from generic_framework.wire.slots import LocalSlots, UpstreamSlots
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -69,12 +82,83 @@ def _m001_tables(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m001_tables,)
+def _m002_turn_records(db: sqlite3.Connection) -> None:
+    # Added columns only: rows written before stay as they were (NULL = not recorded then).
+    for column in RECORD_COLUMNS:
+        kind = {"duration_ms": "REAL"}.get(column, "INTEGER" if column in _INTEGERS else "TEXT")
+        db.execute(f"ALTER TABLE turns ADD COLUMN {column} {kind}")
+
+
+RECORD_COLUMNS = (
+    "input",
+    "model",
+    "stop_reason",
+    "sources",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "web_searches",
+    "rounds",
+    "started_at",
+    "duration_ms",
+    "round_ms",
+)
+"""The turn record's columns of the ``turns`` table (``sources`` and ``round_ms`` hold JSON)."""
+_INTEGERS = frozenset(
+    {
+        "prompt_tokens",
+        "completion_tokens",
+        "cached_tokens",
+        "reasoning_tokens",
+        "web_searches",
+        "rounds",
+    }
+)
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m001_tables, _m002_turn_records)
 """Schema changes in order; never edit one that shipped, append a new one."""
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def record_values(record: TurnRecord | None) -> tuple[Any, ...]:
+    """The :data:`RECORD_COLUMNS` values of a record (all ``None`` without one)."""
+    if record is None:
+        return (None,) * len(RECORD_COLUMNS)
+    data = record.to_json()
+    return tuple(
+        json.dumps(data[c], ensure_ascii=False) if c in ("sources", "round_ms") else data[c]
+        for c in RECORD_COLUMNS
+    )
+
+
+def record_from(values: Sequence[Any]) -> TurnRecord | None:
+    """The record of a row's :data:`RECORD_COLUMNS` (``None`` for a turn stored without one)."""
+    data = dict(zip(RECORD_COLUMNS, values, strict=True))
+    if data["input"] is None:
+        return None
+    for name in ("sources", "round_ms"):
+        data[name] = json.loads(data[name] or "[]")
+    return TurnRecord.from_json(data)
+
+
+class _Held:
+    """A conversation held by :meth:`SQLiteStore.lock` (nothing held across processes)."""
+
+    def __init__(self, store: SQLiteStore, conversation_id: str) -> None:
+        self._store = store
+        self._id = conversation_id
+
+    async def load(self, turns: int) -> list[Message]:
+        return await self._store.load(self._id, turns)
+
+    async def append_turn(
+        self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
+    ) -> int:
+        return await self._store.append_turn(self._id, persona, messages, record)
 
 
 class SQLiteStore:
@@ -94,6 +178,20 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ public API
 
+    async def open(self) -> None:
+        """Open the file and apply pending migrations now (otherwise done on first use)."""
+        await asyncio.to_thread(self._run, lambda db: None)
+
+    @asynccontextmanager
+    async def lock(self, conversation_id: str) -> AsyncIterator[HeldConversation]:
+        """The conversation for one turn. Nothing is locked here: within a process the
+        Runtime's locks serialise turns; across processes SQLite cannot (see the module)."""
+        yield _Held(self, check_conversation_id(conversation_id))
+
+    def upstream_slots(self, *, budget: str, limit: int, wait: float) -> UpstreamSlots:
+        """This process's own budget: a file cannot hold a lock for a crashed process."""
+        return LocalSlots(limit, wait)
+
     async def load(self, conversation_id: str, turns: int) -> list[Message]:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
         if turns <= 0:
@@ -101,14 +199,49 @@ class SQLiteStore:
         return await asyncio.to_thread(self._run, self._load, conversation_id, turns)
 
     async def append_turn(
-        self, conversation_id: str, persona: str, messages: Sequence[Message]
+        self,
+        conversation_id: str,
+        persona: str,
+        messages: Sequence[Message],
+        record: TurnRecord | None = None,
     ) -> int:
         """Store one whole turn in one transaction; return its number (1 for the first)."""
         check_conversation_id(conversation_id)
         if not messages:
             raise ValueError("a turn has at least one message")
         bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in messages]
-        return await asyncio.to_thread(self._run, self._append, conversation_id, persona, bodies)
+        values = record_values(record)
+        return await asyncio.to_thread(
+            self._run, self._append, conversation_id, persona, bodies, values
+        )
+
+    async def turns(self, conversation_id: str) -> list[StoredTurn] | None:
+        """Every stored turn with its record, or ``None`` when the conversation does not exist."""
+        dump = await self.dump(conversation_id)
+        return None if dump is None else list(dump.turns)
+
+    async def conversation_ids(self) -> list[str]:
+        """Every conversation id, sorted."""
+        return await asyncio.to_thread(self._run, self._ids)
+
+    async def dump(self, conversation_id: str) -> ConversationDump | None:
+        """Everything stored for a conversation, or ``None``."""
+        return await asyncio.to_thread(self._run, self._dump, conversation_id)
+
+    async def restore(self, dump: ConversationDump) -> None:
+        """Write a dumped conversation as it was, in one transaction.
+
+        Raises:
+            ValueError: the conversation already exists here.
+        """
+        check_conversation_id(dump.id)
+        await asyncio.to_thread(self._run, self._restore, dump)
+
+    async def schema_version(self) -> int:
+        """How many of :data:`MIGRATIONS` this file has applied."""
+        return await asyncio.to_thread(
+            self._run, lambda db: int(db.execute("PRAGMA user_version").fetchone()[0])
+        )
 
     async def get(self, conversation_id: str) -> list[StoredMessage] | None:
         """Every stored message of a conversation, or ``None`` when it does not exist."""
@@ -195,7 +328,11 @@ class SQLiteStore:
 
     @staticmethod
     def _append(
-        db: sqlite3.Connection, conversation_id: str, persona: str, bodies: list[tuple[str, str]]
+        db: sqlite3.Connection,
+        conversation_id: str,
+        persona: str,
+        bodies: list[tuple[str, str]],
+        values: tuple[Any, ...],
     ) -> int:
         now = _now()
         db.execute("BEGIN IMMEDIATE")
@@ -207,24 +344,61 @@ class SQLiteStore:
                 " RETURNING turns",
                 (conversation_id, now),
             ).fetchone()
-            db.execute(
-                "INSERT INTO turns (conversation_id, turn, persona, created_at)"
-                " VALUES (?, ?, ?, ?)",
-                (conversation_id, turn, persona, now),
-            )
-            db.executemany(
-                "INSERT INTO messages (conversation_id, turn, seq, role, body)"
-                " VALUES (?, ?, ?, ?, ?)",
-                [
-                    (conversation_id, turn, seq, role, body)
-                    for seq, (role, body) in enumerate(bodies)
-                ],
-            )
+            _insert_turn(db, conversation_id, turn, persona, now, values, bodies)
         except BaseException:
             db.execute("ROLLBACK")
             raise
         db.execute("COMMIT")
         return int(turn)
+
+    @staticmethod
+    def _ids(db: sqlite3.Connection) -> list[str]:
+        return [row[0] for row in db.execute("SELECT id FROM conversations ORDER BY id")]
+
+    @staticmethod
+    def _dump(db: sqlite3.Connection, conversation_id: str) -> ConversationDump | None:
+        head = db.execute(
+            "SELECT created_at, updated_at FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        if head is None:
+            return None
+        columns = ", ".join(RECORD_COLUMNS)
+        rows = db.execute(
+            f"SELECT turn, persona, created_at, {columns} FROM turns"  # noqa: S608 - constants
+            " WHERE conversation_id = ? ORDER BY turn",
+            (conversation_id,),
+        ).fetchall()
+        bodies: dict[int, list[Message]] = {}
+        for turn, body in db.execute(
+            "SELECT turn, body FROM messages WHERE conversation_id = ? ORDER BY turn, seq",
+            (conversation_id,),
+        ):
+            bodies.setdefault(turn, []).append(_MESSAGE.validate_json(body))
+        turns = tuple(
+            StoredTurn(row[0], row[1], row[2], record_from(row[3:]), tuple(bodies.get(row[0], ())))
+            for row in rows
+        )
+        return ConversationDump(conversation_id, head[0], head[1], turns)
+
+    @staticmethod
+    def _restore(db: sqlite3.Connection, dump: ConversationDump) -> None:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if db.execute("SELECT 1 FROM conversations WHERE id = ?", (dump.id,)).fetchone():
+                raise ValueError(f"conversation {dump.id!r} already exists")
+            last = max((t.turn for t in dump.turns), default=0)
+            db.execute(
+                "INSERT INTO conversations (id, turns, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                (dump.id, last, dump.created_at, dump.updated_at),
+            )
+            for t in dump.turns:
+                bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in t.messages]
+                values = record_values(t.record)
+                _insert_turn(db, dump.id, t.turn, t.persona, t.created_at, values, bodies)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
 
     @staticmethod
     def _get(db: sqlite3.Connection, conversation_id: str) -> list[StoredMessage] | None:
@@ -253,13 +427,42 @@ class SQLiteStore:
         return deleted.rowcount > 0
 
 
+def _insert_turn(
+    db: sqlite3.Connection,
+    conversation_id: str,
+    turn: int,
+    persona: str,
+    created_at: str,
+    values: tuple[Any, ...],
+    bodies: Sequence[tuple[str, str]],
+) -> None:
+    """Insert one turn's row (with its record) and its messages, inside the caller's
+    transaction."""
+    columns = ", ".join(RECORD_COLUMNS)
+    marks = ", ".join("?" * len(RECORD_COLUMNS))
+    db.execute(
+        f"INSERT INTO turns (conversation_id, turn, persona, created_at, {columns})"  # noqa: S608
+        f" VALUES (?, ?, ?, ?, {marks})",
+        (conversation_id, turn, persona, created_at, *values),
+    )
+    db.executemany(
+        "INSERT INTO messages (conversation_id, turn, seq, role, body) VALUES (?, ?, ?, ?, ?)",
+        [(conversation_id, turn, seq, role, body) for seq, (role, body) in enumerate(bodies)],
+    )
+
+
 def _migrate(db: sqlite3.Connection) -> None:
     """Run the migrations this file has not seen, each in its own immediate transaction."""
     while True:
         db.execute("BEGIN IMMEDIATE")
         try:
             (version,) = db.execute("PRAGMA user_version").fetchone()
-            if version >= len(MIGRATIONS):
+            if version > len(MIGRATIONS):
+                raise ConfigError(
+                    f"the conversation store is at schema version {version}, newer than this "
+                    f"release's {len(MIGRATIONS)}: upgrade generic-framework"
+                )
+            if version == len(MIGRATIONS):
                 db.execute("COMMIT")
                 return
             MIGRATIONS[version](db)

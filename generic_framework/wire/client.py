@@ -30,6 +30,7 @@ from generic_framework.wire.errors import (
     APITimeoutError,
     ContentFilterError,
     GLMError,
+    RateLimitError,
     ResponseValidationError,
     ServerError,
     error_for,
@@ -45,6 +46,7 @@ from generic_framework.wire.messages import (
 )
 from generic_framework.wire.pool import ShardedTransport
 from generic_framework.wire.retry import RetryPolicy, parse_retry_after
+from generic_framework.wire.slots import LocalSlots, SlotLease, UpstreamSlots
 from generic_framework.wire.sse import (
     DONE,
     StreamAssembler,
@@ -54,7 +56,7 @@ from generic_framework.wire.sse import (
     read_timeout,
     replay,
 )
-from generic_framework.wire.upstream import NO_OBSERVER, Slots, UpstreamObserver, status_label
+from generic_framework.wire.upstream import NO_OBSERVER, UpstreamObserver, status_label
 
 __all__ = ["GLMClient"]
 
@@ -75,6 +77,9 @@ class GLMClient:
         transport: an httpx transport for the owned client (tests, recording).
         observer: told the outcome and duration of every HTTP exchange and every retry (the
             runtime passes its metrics); nothing is recorded when omitted.
+        slots: the upstream budget to take a slot from for every attempt (borrowed, never
+            closed here); a :class:`~generic_framework.wire.slots.LocalSlots` of
+            ``LLM_MAX_CONCURRENCY`` slots and ``LLM_QUEUE_TIMEOUT`` seconds when omitted.
 
     Use it as an async context manager, or call :meth:`aclose` when done.
     """
@@ -86,6 +91,7 @@ class GLMClient:
         http_client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         observer: UpstreamObserver | None = None,
+        slots: UpstreamSlots | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.defaults()
         s = self.settings
@@ -116,8 +122,10 @@ class GLMClient:
         self._chat_url = f"{s.base_url}/chat/completions"
         self._search_url = f"{s.base_url}/web_search"
         self._policy = RetryPolicy(max_retries=s.llm_max_retries, deadline=s.llm_retry_deadline)
-        self._slots = Slots(s.llm_max_concurrency)
+        self._slots = slots or LocalSlots(s.llm_max_concurrency, s.llm_queue_timeout)
         self._observer = observer if observer is not None else NO_OBSERVER
+        self._in_flight = 0
+        self._queued = 0
 
     def __repr__(self) -> str:
         base_url = redact(self.settings.base_url)
@@ -142,12 +150,12 @@ class GLMClient:
     @property
     def in_flight(self) -> int:
         """Calls holding one of the ``LLM_MAX_CONCURRENCY`` slots now."""
-        return self._slots.in_flight
+        return self._in_flight
 
     @property
     def queued(self) -> int:
         """Calls waiting for a slot now."""
-        return self._slots.queued
+        return self._queued
 
     # ------------------------------------------------------------------ public API
 
@@ -162,8 +170,10 @@ class GLMClient:
         body = request.to_wire()
         _log_payload("chat request", body)
 
+        paused: list[bool] = []
+
         async def attempt() -> ChatCompletion:
-            completion = await self._exchange("chat", self._chat_url, body, ChatCompletion)
+            completion = await self._exchange("chat", self._chat_url, body, ChatCompletion, paused)
             _check_finish(completion.finish_reason, completion.id)
             return completion
 
@@ -179,8 +189,9 @@ class GLMClient:
         _log_payload("stream request", body)
         # Each attempt takes a concurrency slot (no slot is held while waiting to retry); the
         # successful one keeps it until the stream is finished or abandoned.
-        response, events, started = await self._policy.call(
-            lambda: self._open_stream(body), on_retry=self._retried("chat_stream")
+        paused: list[bool] = []
+        response, events, lease, started = await self._policy.call(
+            lambda: self._open_stream(body, paused), on_retry=self._retried("chat_stream")
         )
         try:
             assembler = StreamAssembler()
@@ -200,7 +211,7 @@ class GLMClient:
                 await events.aclose()
                 await response.aclose()
             finally:
-                self._slots.release()
+                await self._give(lease)
                 self._observer.upstream_duration("chat_stream", perf_counter() - started)
 
     async def web_search(
@@ -226,22 +237,31 @@ class GLMClient:
             payload["content_size"] = content_size
         body = json.dumps(payload, ensure_ascii=False).encode()
 
+        paused: list[bool] = []
+
         async def attempt() -> WebSearchResponse:
-            return await self._exchange("web_search", self._search_url, body, WebSearchResponse)
+            return await self._exchange(
+                "web_search", self._search_url, body, WebSearchResponse, paused
+            )
 
         return await self._policy.call(attempt, on_retry=self._retried("web_search"))
 
     # ------------------------------------------------------------------ transport
 
-    async def _exchange(self, endpoint: str, url: str, body: bytes, model: type[_M]) -> _M:
+    async def _exchange(
+        self, endpoint: str, url: str, body: bytes, model: type[_M], paused: list[bool]
+    ) -> _M:
         """One attempt: a slot, the POST, the parsed body; its outcome goes to the observer."""
-        async with self._slots:
-            started = perf_counter()
-            try:
-                response = await self._send(url, body)
-            except GLMError as exc:
-                self._failed(endpoint, exc, perf_counter() - started)
-                raise
+        lease = await self._take(paused)
+        started = perf_counter()
+        try:
+            response = await self._send(url, body)
+        except GLMError as exc:
+            self._failed(endpoint, exc, perf_counter() - started)
+            await self._pause_after(exc, paused)
+            raise
+        finally:
+            await self._give(lease)
         seconds = perf_counter() - started
         try:
             result = _parse_model(response, model)
@@ -269,22 +289,48 @@ class GLMClient:
             raise _status_error(response.status_code, response.headers, response.content)
         return response
 
+    async def _take(self, paused: list[bool]) -> SlotLease:
+        """A slot of the upstream budget (counted as queued, then in flight)."""
+        self._queued += 1
+        try:
+            lease = await self._slots.acquire(respect_pause=not paused)
+        finally:
+            self._queued -= 1
+        self._in_flight += 1
+        return lease
+
+    async def _give(self, lease: SlotLease) -> None:
+        self._in_flight -= 1
+        await lease.release()
+
+    async def _pause_after(self, exc: GLMError, paused: list[bool]) -> None:
+        # 1302 means "too many concurrent requests for this key": every caller of the budget
+        # (every replica with PostgreSQL) waits, not only this one (docs/design/0315).
+        # ``paused`` is the call's own note that it set a pause: its retry waits out the same
+        # Retry-After in the retry policy, so it does not wait for the pause a second time.
+        if isinstance(exc, RateLimitError) and exc.code == "1302":
+            paused.append(True)
+            await self._slots.pause(self._policy.pause_for(exc))
+
     async def _open_stream(
-        self, body: bytes
-    ) -> tuple[httpx.Response, AsyncGenerator[str, None], float]:
+        self, body: bytes, paused: list[bool]
+    ) -> tuple[httpx.Response, AsyncGenerator[str, None], SlotLease, float]:
         """Take a slot and open the stream (and say when); on failure give the slot back."""
-        await self._slots.acquire()
+        lease = await self._take(paused)
         started = perf_counter()
         try:
-            opened = await self._first_event(body)
+            response, events = await self._first_event(body)
         except BaseException as exc:
-            self._slots.release()
-            if isinstance(exc, GLMError):
-                self._failed("chat_stream", exc, perf_counter() - started)
+            try:
+                if isinstance(exc, GLMError):
+                    self._failed("chat_stream", exc, perf_counter() - started)
+                    await self._pause_after(exc, paused)
+            finally:
+                await self._give(lease)
             raise
         # Counted once the first event is in; its duration when the stream ends (chat_stream).
         self._observer.upstream_response("chat_stream", "200", "")
-        return (*opened, started)
+        return response, events, lease, started
 
     async def _first_event(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
         """Open the stream and read up to its first event, so failures before it are retried."""

@@ -10,6 +10,7 @@ Split by whose fault it is::
     │   │   ├── InsufficientBalanceError 1113 and account codes 1110-1121: top up the account
     │   │   ├── QuotaExceededError       1304, 1308-1311, 1313: a plan limit; wait for its reset
     │   │   ├── RateLimitError           1302, 1303, 1305, 1312 (and bare 429): retried
+    │   │   │   └── UpstreamBusyError    no upstream slot within LLM_QUEUE_TIMEOUT: not retried
     │   │   ├── BadRequestError          400, 1210-1215, 1261: the request itself is wrong
     │   │   ├── ContentFilterError       1301 or finish_reason "sensitive"
     │   │   ├── NotFoundError            404, 1211/1221/1222
@@ -17,6 +18,8 @@ Split by whose fault it is::
     │   ├── APIConnectionError           could not reach Z.AI, or the connection broke: retried
     │   │   └── APITimeoutError          connect/read/pool timeout (LLM_TIMEOUT ...): retried
     │   └── ResponseValidationError      Z.AI (or a proxy) answered with a body we cannot parse
+    ├── StoreUnavailableError            the conversation database (DATABASE_URL) cannot be
+    │                                    reached or dropped the connection: retried, then 503
     └── ToolLoopError                    a bug inside the tool loop, never the model's fault
 
 Every instance carries ``status_code``, ``code`` (the Z.AI business code as a string),
@@ -47,7 +50,9 @@ __all__ = [
     "RateLimitError",
     "ResponseValidationError",
     "ServerError",
+    "StoreUnavailableError",
     "ToolLoopError",
+    "UpstreamBusyError",
     "error_for",
     "redact",
 ]
@@ -177,6 +182,17 @@ class RateLimitError(APIStatusError):
     retryable_default = True
 
 
+class UpstreamBusyError(RateLimitError):
+    """Every upstream slot (``LLM_MAX_CONCURRENCY``, across replicas with PostgreSQL) stayed
+    taken, or a 1302 pause lasted, past ``LLM_QUEUE_TIMEOUT`` seconds.
+
+    Raised before anything was sent, so nothing reached Z.AI. Not retried: the wait for a slot
+    already was the retry. ``retry_after`` says when asking again makes sense.
+    """
+
+    retryable_default = False
+
+
 class BadRequestError(APIStatusError):
     """The request was rejected as malformed (400, 1210-1215, 1261)."""
 
@@ -203,6 +219,16 @@ class APIConnectionError(APIError):
 
 class APITimeoutError(APIConnectionError):
     """A connect, read or pool timeout expired (see LLM_TIMEOUT and friends)."""
+
+
+class StoreUnavailableError(GLMError):
+    """The conversation database could not be reached, or lost the connection mid-operation.
+
+    The message names the database without its password. Retryable: a restarted server is
+    usually back within seconds; ``retry_after`` says when to ask again.
+    """
+
+    retryable_default = True
 
 
 class ResponseValidationError(APIError):

@@ -141,6 +141,13 @@ class RetryPolicy:
     initial: float = 0.5
     maximum: float = 8.0
 
+    def pause_for(self, exc: GLMError) -> float:
+        """How long a 1302 pauses the upstream budget: the server's Retry-After, else the
+        first backoff (no pause with :func:`set_testing`)."""
+        if _testing:
+            return 0.0
+        return exc.retry_after if exc.retry_after is not None else self.initial
+
     def wait_for(self, retry_state: RetryCallState) -> float:
         """The pause before the next attempt: the server's Retry-After, else jittered backoff."""
         if _testing:

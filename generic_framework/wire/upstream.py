@@ -1,16 +1,14 @@
-"""What the client reports about its upstream calls, and the slots that cap them.
+"""What the client reports about its upstream calls.
 
 :class:`UpstreamObserver` is what :class:`~generic_framework.wire.client.GLMClient` tells about
 every HTTP exchange and retry (the runtime's Prometheus metrics implement it); the wire layer
-itself knows nothing of Prometheus. :class:`Slots` is the ``LLM_MAX_CONCURRENCY`` semaphore with
-two plain counters beside it, so the metrics can show calls in flight and queued without any
-work on the hot path.
+itself knows nothing of Prometheus. The client keeps two plain counters beside its upstream
+budget (:mod:`generic_framework.wire.slots`), so the metrics can show calls in flight and queued
+without any work on the hot path.
 """
 
 from __future__ import annotations
 
-import asyncio
-from types import TracebackType
 from typing import Protocol
 
 from generic_framework.wire.errors import (
@@ -20,7 +18,7 @@ from generic_framework.wire.errors import (
     ResponseValidationError,
 )
 
-__all__ = ["NO_OBSERVER", "Slots", "UpstreamObserver", "status_label"]
+__all__ = ["NO_OBSERVER", "UpstreamObserver", "status_label"]
 
 
 class UpstreamObserver(Protocol):
@@ -67,46 +65,3 @@ def status_label(exc: GLMError) -> str:
     if isinstance(exc, ResponseValidationError):
         return "invalid_response"
     return "error"
-
-
-class Slots:
-    """``limit`` concurrent upstream calls; the rest wait in FIFO order.
-
-    :attr:`in_flight` and :attr:`queued` are plain counters kept beside the semaphore, read
-    when the metrics are scraped.
-    """
-
-    __slots__ = ("_semaphore", "in_flight", "queued")
-
-    def __init__(self, limit: int) -> None:
-        self._semaphore = asyncio.Semaphore(limit)
-        self.in_flight = 0
-        self.queued = 0
-
-    async def acquire(self) -> None:
-        """Take a slot, waiting in line when none is free."""
-        if self._semaphore.locked():
-            self.queued += 1
-            try:
-                await self._semaphore.acquire()
-            finally:
-                self.queued -= 1
-        else:
-            await self._semaphore.acquire()
-        self.in_flight += 1
-
-    def release(self) -> None:
-        """Give the slot back."""
-        self.in_flight -= 1
-        self._semaphore.release()
-
-    async def __aenter__(self) -> None:
-        await self.acquire()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.release()

@@ -1,4 +1,5 @@
-"""The Dockerfile, .dockerignore and docker-compose.yml, checked without a Docker engine."""
+"""The Dockerfile, .dockerignore, docker-compose.yml and the proxy's configuration, checked
+without a Docker engine (the closing notes of the scale-out work show a real compose run)."""
 
 from __future__ import annotations
 
@@ -34,20 +35,37 @@ def _instructions(lines: list[str], name: str) -> list[str]:
     return [line[len(name) :].strip() for line in lines if line.startswith(name + " ")]
 
 
-def test_dockerfile_is_slim_non_root_and_runtime_only(dockerfile: list[str]) -> None:
+def test_dockerfile_is_slim_pinned_non_root_and_runtime_only(dockerfile: list[str]) -> None:
+    (base,) = _instructions(dockerfile, "ARG")
+    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}", base)
     froms = _instructions(dockerfile, "FROM")
-    assert froms and all(f.startswith("python:3.11-slim") for f in froms)
+    assert froms == ["${PYTHON_IMAGE} AS build", "${PYTHON_IMAGE}"]
     users = _instructions(dockerfile, "USER")
     assert users and users[-1] not in ("root", "0")
-    runs = " ".join(_instructions(dockerfile, "RUN"))
-    assert "pip install /wheels/" in runs
-    assert "[dev]" not in runs and "requirements-dev" not in runs
-    assert "useradd" in runs
+    runs = _instructions(dockerfile, "RUN")
+    assert "[dev]" not in " ".join(runs) and "requirements-dev" not in " ".join(runs)
+    # Dependencies from the hashed lock in one layer, the app (no dependencies) in a later one.
+    deps = next(i for i, r in enumerate(runs) if "--require-hashes" in r)
+    app = next(i for i, r in enumerate(runs) if "pip install --no-deps /wheels/" in r)
+    assert deps < app and "requirements.lock" in runs[deps]
+    assert "useradd" in " ".join(runs) and "--create-home" in " ".join(runs)
+    assert "VOLUME" not in " ".join(dockerfile)  # no anonymous volume for the mock
+
+
+def test_the_lock_file_pins_every_runtime_dependency_with_hashes() -> None:
+    lock = (ROOT / "requirements.lock").read_text()
+    pinned = {m.group(1).lower() for m in re.finditer(r"^([A-Za-z0-9_.-]+)==", lock, re.M)}
+    for name in ("httpx", "pydantic", "starlette", "uvicorn", "psycopg", "psycopg-pool"):
+        assert name in pinned
+    blocks = [b for b in lock.split("\n") if "==" in b and not b.startswith("#")]
+    assert all(b.rstrip().endswith("\\") for b in blocks)  # each pin is followed by hashes
+    assert "file://" not in lock and "/opt/" not in lock
 
 
 def test_dockerfile_healthcheck_and_command(dockerfile: list[str]) -> None:
     (health,) = _instructions(dockerfile, "HEALTHCHECK")
-    assert "/healthz" in health and "8080" in health
+    assert "/healthz" in health and "8080" in health and "HEALTHCHECK_URL" in health
+    assert "--start-interval" in health
     cmd = _instructions(dockerfile, "CMD")[-1]
     assert cmd == '["generic-framework", "serve", "--host", "0.0.0.0", "--port", "8080"]'
     assert "8080" in _instructions(dockerfile, "EXPOSE")
@@ -64,12 +82,47 @@ def test_dockerignore_keeps_secrets_and_bulk_out() -> None:
 
 def test_compose_services_and_profiles(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"bot", "mock-zai"}
+    assert set(services) == {"bot", "mock-zai", "postgres", "proxy"}
     assert "profiles" not in services["bot"]
     assert services["mock-zai"]["profiles"] == ["mock"]
+    assert services["postgres"]["profiles"] == services["proxy"]["profiles"] == ["scale"]
     for service in services.values():
         assert service["restart"] == "unless-stopped"
-        assert service["image"] == "generic-framework:latest"
+        assert "no-new-privileges:true" in service["security_opt"]
+    # One image, built once: only the bot builds it, the mock never pulls it.
+    assert "build" in services["bot"] and "build" not in services["mock-zai"]
+    assert services["mock-zai"]["image"] == services["bot"]["image"] == "generic-framework:latest"
+    assert services["mock-zai"]["pull_policy"] == "never"
+    for name in ("bot", "mock-zai", "proxy"):
+        assert services[name]["read_only"] is True and services[name]["cap_drop"] == ["ALL"]
+
+
+def test_postgres_service_is_official_with_a_named_volume_and_a_health_check(
+    compose: dict[str, Any],
+) -> None:
+    postgres = compose["services"]["postgres"]
+    assert postgres["image"].startswith("postgres:")
+    assert "postgres-data:/var/lib/postgresql/data" in postgres["volumes"]
+    assert "postgres-data" in compose["volumes"]
+    assert postgres["healthcheck"]["test"][:2] == ["CMD", "pg_isready"]
+    # No ${...:?}: compose reads the whole file, and the default setup needs no password.
+    assert postgres["environment"]["POSTGRES_PASSWORD"] == "${POSTGRES_PASSWORD:-}"
+
+
+def test_proxy_balances_healthy_replicas_without_buffering_and_with_long_timeouts(
+    compose: dict[str, Any],
+) -> None:
+    proxy = compose["services"]["proxy"]
+    assert proxy["image"].startswith("haproxy:")
+    assert "./deploy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro" in proxy["volumes"]
+    cfg = (ROOT / "deploy" / "haproxy.cfg").read_text()
+    lines = {" ".join(line.split()) for line in cfg.splitlines()}
+    assert "option httpchk GET /readyz" in lines and "balance roundrobin" in lines
+    assert "server-template bot 10 bot:8080" in lines
+    assert "timeout server 10m" in lines and "timeout client 10m" in lines
+    assert "nameserver dns 127.0.0.11:53" in lines
+    for buffering in ("http-buffer-request", "compression"):
+        assert buffering not in cfg
 
 
 def test_bot_service_volumes_env_and_ports(compose: dict[str, Any]) -> None:
@@ -84,8 +137,10 @@ def test_bot_service_volumes_env_and_ports(compose: dict[str, Any]) -> None:
     assert env["PERSONAS_DIR"] == "/app/personas"
     # Compose refuses to start without a token (the service would refuse to bind 0.0.0.0).
     assert env["BOT_API_TOKEN"].startswith("${BOT_API_TOKEN:?")
-    assert bot["ports"] == ["${BOT_PUBLISH_ADDRESS:-127.0.0.1}:${BOT_PORT:-8080}:8080"]
+    assert bot["ports"] == ["${BOT_PUBLISH_ADDRESS:-127.0.0.1}:${BOT_PORT-8080}:8080"]
     assert bot["depends_on"]["mock-zai"] == {"condition": "service_healthy", "required": False}
+    assert bot["depends_on"]["postgres"] == {"condition": "service_healthy", "required": False}
+    assert {"/tmp", "/home/bot:uid=10001,gid=10001,mode=0700"} <= set(bot["tmpfs"])
 
 
 def _probe(service: dict[str, Any]) -> str:
@@ -99,8 +154,11 @@ def test_healthchecks_probe_healthz(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert "127.0.0.1:8080/healthz" in _probe(services["bot"])
     assert "127.0.0.1:8090/healthz" in _probe(services["mock-zai"])
-    for service in services.values():
-        assert service["healthcheck"]["interval"] == "30s"
+    for name in ("bot", "mock-zai"):
+        assert services[name]["healthcheck"]["interval"] == "30s"
+    for name in ("bot", "mock-zai", "postgres"):
+        assert services[name]["healthcheck"]["start_interval"] == "2s"
+    assert services["mock-zai"]["environment"]["HEALTHCHECK_URL"].endswith(":8090/healthz")
 
 
 def test_mock_service_serves_the_bundled_fixtures_where_the_bot_looks(
@@ -114,6 +172,7 @@ def test_mock_service_serves_the_bundled_fixtures_where_the_bot_looks(
 
 
 def _bot_script(compose: dict[str, Any]) -> str:
+    """The bot's start-up script, printing what it would run with instead of running it."""
     command = compose["services"]["bot"]["command"]
     assert command[:2] == ["sh", "-c"]
     # Compose turns $$ into $; the last line would exec the server: print the upstream instead.
@@ -123,10 +182,14 @@ def _bot_script(compose: dict[str, Any]) -> str:
     return script.replace(exec_line, 'echo "$OPENAI_BASE_URL $OPENAI_API_KEY"')
 
 
+# The host has no `mock-zai`; a local name stands for a running mock in the first case.
+RUNNING_MOCK = "http://localhost:8090/api/paas/v4"
+
+
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({}, "http://mock-zai:8090/api/paas/v4 mock-key"),
+        ({"MOCK_ZAI_URL": RUNNING_MOCK}, f"{RUNNING_MOCK} mock-key"),
         ({"OPENAI_API_KEY": "real"}, "https://api.z.ai/api/paas/v4 real"),
         ({"ZAI_API_KEY": "real"}, "https://api.z.ai/api/paas/v4 "),
     ],
@@ -134,17 +197,35 @@ def _bot_script(compose: dict[str, Any]) -> str:
 def test_bot_uses_the_mock_only_without_a_key(
     compose: dict[str, Any], env: dict[str, str], expected: str
 ) -> None:
-    script = _bot_script(compose)
+    out = _run_script(compose, env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected.strip()
+
+
+def test_without_a_key_or_a_running_mock_the_bot_stops_at_once_saying_what_to_do(
+    compose: dict[str, Any],
+) -> None:
+    out = _run_script(compose, {})  # mock-zai: a name nothing answers to here
+    assert out.returncode == 1 and out.stdout == ""
+    assert "set OPENAI_API_KEY in .env" in out.stderr
+    assert "docker compose --profile mock up" in out.stderr
+
+
+def _run_script(compose: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     environment = {
-        "PATH": "/usr/bin:/bin",
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         "MOCK_ZAI_URL": compose["services"]["bot"]["environment"]["MOCK_ZAI_URL"],
         "OPENAI_BASE_URL": "https://api.z.ai/api/paas/v4",
         **env,
     }
-    out = subprocess.run(
-        ["sh", "-c", script], env=environment, capture_output=True, text=True, check=True
+    return subprocess.run(
+        ["sh", "-c", _bot_script(compose)],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
     )
-    assert out.stdout.strip() == expected.strip()
 
 
 @pytest.mark.parametrize(
@@ -161,3 +242,14 @@ def test_the_cli_has_the_options_compose_uses(command: str, options: tuple[str, 
     )
     for option in options:
         assert option in out.stdout, shlex.join([command, option])
+
+
+def test_env_example_documents_every_setting() -> None:
+    from generic_framework.config import Settings
+
+    text = (ROOT / ".env.example").read_text()
+    documented = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", text, re.M))
+    aliases = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
+    wanted = {aliases.get(name, name.upper()) for name in Settings.model_fields}
+    assert wanted <= documented, sorted(wanted - documented)
+    assert {"DATABASE_URL", "DATABASE_POOL_SIZE", "POSTGRES_PASSWORD"} <= documented

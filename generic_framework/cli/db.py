@@ -1,0 +1,149 @@
+"""The ``db`` commands: ``db upgrade`` (apply migrations) and ``db copy --from URL --to URL``.
+
+A URL is ``postgresql://user:password@host:port/database``, ``sqlite:///path/to/file.sqlite3``
+(``sqlite:////abs/path``) or a plain file path. Nothing printed shows a password.
+
+``db copy`` copies every conversation of the source that the target does not have, each in one
+transaction with its turn numbers, times and records, then reads it back from the target and
+compares the counts (turns, messages) and a SHA-256 over the whole conversation
+(:func:`~generic_framework.store.base.checksum`). A conversation already in the target is left
+alone when its checksum is equal and reported as a conflict otherwise. The exit code is 1 when
+anything did not match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, err, run_command
+from generic_framework.config import Settings
+from generic_framework.store import ConversationStore, checksum, open_store
+from generic_framework.store.postgres_errors import redact_url
+from generic_framework.wire.errors import StoreUnavailableError
+
+__all__ = ["CopyResult", "copy_conversations", "run_copy", "run_upgrade"]
+
+
+def _where(url: str | None, settings: Settings) -> str:
+    return redact_url(url) if url else str(settings.database_path)
+
+
+def _settings_url(settings: Settings) -> str | None:
+    return settings.database_url.get_secret_value() if settings.database_url else None
+
+
+def run_upgrade() -> int:
+    """``db upgrade``: migrate the database ``DATABASE_URL`` names (SQLite in DATA_DIR when
+    unset) to the latest schema; safe to run while replicas run and to repeat."""
+
+    def upgrade(settings: Settings) -> int:
+        url = _settings_url(settings)
+        store = open_store(
+            url, sqlite_path=settings.database_path, pool_size=settings.database_pool_size
+        )
+
+        async def run() -> int:
+            try:
+                await store.open()
+                return await store.schema_version()
+            finally:
+                await store.aclose()
+
+        try:
+            version = asyncio.run(run())
+        except StoreUnavailableError as exc:
+            err(f"error: {exc}")
+            return EXIT_ERROR
+        print(f"{_where(url, settings)}: schema version {version} (up to date)")
+        return EXIT_OK
+
+    return run_command(upgrade)
+
+
+@dataclass
+class CopyResult:
+    """What ``db copy`` did."""
+
+    copied: int = 0
+    turns: int = 0
+    messages: int = 0
+    already_there: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+async def _copy_one(
+    source: ConversationStore, target: ConversationStore, cid: str, result: CopyResult
+) -> None:
+    dump = await source.dump(cid)
+    if dump is None:  # deleted while copying
+        return
+    existing = await target.dump(cid)
+    if existing is not None:
+        if checksum(existing) == checksum(dump):
+            result.already_there += 1
+        else:
+            result.problems.append(f"{cid}: already in the target, with different content")
+        return
+    await target.restore(dump)
+    copied = await target.dump(cid)
+    if copied is None or (len(copied.turns), copied.message_count) != (
+        len(dump.turns),
+        dump.message_count,
+    ):
+        result.problems.append(f"{cid}: the counts differ after the copy")
+    elif checksum(copied) != checksum(dump):
+        result.problems.append(f"{cid}: the checksum differs after the copy")
+    else:
+        result.copied += 1
+        result.turns += len(dump.turns)
+        result.messages += dump.message_count
+
+
+async def copy_conversations(source: ConversationStore, target: ConversationStore) -> CopyResult:
+    """Copy every conversation of ``source`` into ``target`` and verify each one."""
+    result = CopyResult()
+    await source.open()
+    await target.open()
+    for cid in await source.conversation_ids():
+        await _copy_one(source, target, cid, result)
+    return result
+
+
+def run_copy(source_url: str, target_url: str) -> int:
+    """``db copy --from URL --to URL``; returns the exit code."""
+
+    def copy(settings: Settings) -> int:
+        size = settings.database_pool_size
+        try:
+            source = open_store(source_url, sqlite_path=settings.database_path, pool_size=size)
+            target = open_store(target_url, sqlite_path=settings.database_path, pool_size=size)
+        except ValueError as exc:
+            err(f"error: {exc}")
+            return EXIT_USAGE
+
+        async def run() -> CopyResult:
+            try:
+                return await copy_conversations(source, target)
+            finally:
+                await source.aclose()
+                await target.aclose()
+
+        try:
+            result = asyncio.run(run())
+        except StoreUnavailableError as exc:
+            err(f"error: {exc}")
+            return EXIT_ERROR
+        print(
+            f"{redact_url(source_url)} -> {redact_url(target_url)}: copied {result.copied} "
+            f"conversation(s), {result.turns} turn(s), {result.messages} message(s); "
+            f"{result.already_there} already there"
+        )
+        for problem in result.problems:
+            err(f"error: {problem}")
+        if result.problems:
+            return EXIT_ERROR
+        print("verified: turn and message counts and a SHA-256 per conversation match")
+        return EXIT_OK
+
+    return run_command(copy)

@@ -1,0 +1,416 @@
+"""The PostgreSQL conversation store: whole turns, shared by every replica (``DATABASE_URL``).
+
+- **A bounded pool.** psycopg 3's ``AsyncConnectionPool`` with at most ``DATABASE_POOL_SIZE``
+  connections; every connection is checked when handed out, so connections broken by a server
+  restart are replaced instead of failing a request.
+- **Turns serialised across replicas.** :meth:`PostgresStore.lock` takes a connection, starts a
+  transaction and takes ``pg_advisory_xact_lock`` on the conversation's key; the turn loads
+  its history and appends its messages on that connection, and the commit that makes the turn
+  durable releases the lock. A second replica answering the same conversation waits on the
+  lock and then sees the first one's turn. A crashed replica's connection closes, which ends
+  its transaction and releases its lock: the database does it, no timer of ours
+  (docs/design/0314).
+- **Turn numbers** come from the conversation's counter, raised in the same transaction
+  (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``): contiguous, never duplicated.
+- **Migrations** at first use, once across replicas (:mod:`~.postgres_schema`).
+- **Errors.** A server that cannot be reached or drops the connection becomes
+  :class:`~generic_framework.wire.errors.StoreUnavailableError` (retryable, with a
+  ``retry_after``); messages name the database without its password.
+
+psycopg is an optional dependency: ``pip install 'generic-framework[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from generic_framework.store.base import (
+    ConversationDump,
+    HeldConversation,
+    StoredMessage,
+    StoredTurn,
+    TurnRecord,
+    check_conversation_id,
+)
+from generic_framework.store.postgres_errors import redact_url, register_password, translated
+from generic_framework.store.postgres_schema import MIGRATIONS, advisory_key, migrate
+from generic_framework.store.postgres_slots import PostgresSlots
+from generic_framework.store.sqlite import RECORD_COLUMNS
+from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.messages import Message
+from generic_framework.wire.slots import UpstreamSlots
+
+__all__ = ["POOL_TIMEOUT", "PostgresStore"]
+
+logger = logging.getLogger("generic_framework.store")
+
+_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
+POOL_TIMEOUT = 30.0
+"""Seconds a request waits for a pooled connection (each running turn holds one)."""
+_TIMES = ("started_at",)
+_JSON = ("sources", "round_ms")
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def _time(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def _record_params(record: TurnRecord | None) -> list[Any]:
+    if record is None:
+        return [None] * len(RECORD_COLUMNS)
+    data = record.to_json()
+    values: list[Any] = []
+    for column in RECORD_COLUMNS:
+        value = data[column]
+        if column in _JSON:
+            value = json.dumps(value, ensure_ascii=False)
+        elif column in _TIMES:
+            value = _time(value) if value else None
+        elif column == "input":
+            value = value.replace("\x00", "\ufffd")  # a text column cannot hold NUL
+        values.append(value)
+    return values
+
+
+def _record_from(values: Sequence[Any]) -> TurnRecord | None:
+    data = dict(zip(RECORD_COLUMNS, values, strict=True))
+    if data["input"] is None:
+        return None
+    for name in _JSON:
+        data[name] = json.loads(data[name] or "[]")
+    data["started_at"] = _iso(data["started_at"]) if data["started_at"] else ""
+    return TurnRecord.from_json(data)
+
+
+_COLUMNS = ", ".join(RECORD_COLUMNS)
+_MARKS = ", ".join(["%s"] * len(RECORD_COLUMNS))
+_INSERT_TURN = (
+    f"INSERT INTO turns (conversation_id, turn, persona, created_at, {_COLUMNS})"  # noqa: S608
+    f" VALUES (%s, %s, %s, %s, {_MARKS})"
+)
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (conversation_id, turn, seq, role, body) VALUES (%s, %s, %s, %s, %s)"
+)
+_NEXT_TURN = (
+    "INSERT INTO conversations (id, turns, created_at, updated_at) VALUES (%s, 1, %s, %s)"
+    " ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
+    " updated_at = EXCLUDED.updated_at RETURNING turns"
+)
+_LOAD = (
+    "SELECT body FROM messages WHERE conversation_id = %s AND turn >"
+    " (SELECT turns FROM conversations WHERE id = %s) - %s ORDER BY turn, seq"
+)
+
+
+async def _lock(conn: Any, conversation_id: str) -> None:
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(%s)", (advisory_key("conversation", conversation_id),)
+    )
+
+
+async def _load(conn: Any, conversation_id: str, turns: int) -> list[Message]:
+    if turns <= 0:
+        return []
+    cursor = await conn.execute(_LOAD, (conversation_id, conversation_id, turns))
+    return [_MESSAGE.validate_json(body) for (body,) in await cursor.fetchall()]
+
+
+async def _write_turn(
+    conn: Any,
+    conversation_id: str,
+    turn: int,
+    persona: str,
+    created_at: datetime,
+    record: TurnRecord | None,
+    messages: Sequence[Message],
+) -> None:
+    params = [conversation_id, turn, persona, created_at, *_record_params(record)]
+    await conn.execute(_INSERT_TURN, params)
+    async with conn.cursor() as cursor:
+        await cursor.executemany(
+            _INSERT_MESSAGE,
+            [
+                (conversation_id, turn, seq, m.role, m.model_dump_json(exclude_none=True))
+                for seq, m in enumerate(messages)
+            ],
+        )
+
+
+async def _append(
+    conn: Any,
+    conversation_id: str,
+    persona: str,
+    messages: Sequence[Message],
+    record: TurnRecord | None,
+) -> int:
+    """Insert a turn inside the connection's open transaction (the caller commits)."""
+    check_conversation_id(conversation_id)
+    if not messages:
+        raise ValueError("a turn has at least one message")
+    now = datetime.now(UTC)
+    cursor = await conn.execute(_NEXT_TURN, (conversation_id, now, now))
+    (turn,) = await cursor.fetchone()
+    await _write_turn(conn, conversation_id, turn, persona, now, record, messages)
+    return int(turn)
+
+
+class _Held:
+    """A conversation locked by :meth:`PostgresStore.lock` on one pooled connection."""
+
+    def __init__(self, conn: Any, conversation_id: str, where: str) -> None:
+        self._conn = conn
+        self._id = conversation_id
+        self._where = where
+        self._done = False
+
+    async def load(self, turns: int) -> list[Message]:
+        self._check()
+        with translated(self._where):
+            return await _load(self._conn, self._id, turns)
+
+    async def append_turn(
+        self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
+    ) -> int:
+        self._check()
+        with translated(self._where):
+            turn = await _append(self._conn, self._id, persona, messages, record)
+            # The commit makes the turn durable and releases the conversation's lock.
+            await self._conn.commit()
+        self._done = True
+        return turn
+
+    def _check(self) -> None:
+        if self._done:
+            raise RuntimeError("the turn was already stored; take the lock again")
+
+
+class PostgresStore:
+    """Conversation histories in PostgreSQL; a :class:`ConversationStore` shared by replicas.
+
+    Args:
+        url: ``postgresql://user:password@host:port/database`` (libpq's URI; ``postgres://``
+            works too). Never logged or shown with its password.
+        pool_size: the most connections this process opens (``DATABASE_POOL_SIZE``).
+        pool_timeout: seconds a request waits for a free connection.
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 10, pool_timeout: float = POOL_TIMEOUT):
+        register_password(url)
+        self._url = url
+        self.where = redact_url(url)
+        self.pool_size = pool_size
+        self.pool_timeout = pool_timeout
+        self._pool: Any = None
+        self._opening = asyncio.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.where!r}, pool_size={self.pool_size})"
+
+    async def open(self) -> None:
+        """Open the pool and apply pending migrations (once; later calls return at once).
+
+        Raises:
+            ConfigError: psycopg is not installed, or the schema is newer than this release.
+            StoreUnavailableError: the server cannot be reached.
+        """
+        if self._pool is not None:
+            return
+        async with self._opening:
+            if self._closed:
+                raise ConfigError(f"{self!r} is closed")
+            if self._pool is None:
+                self._pool = await self._new_pool()
+
+    async def _new_pool(self) -> Any:
+        try:
+            import psycopg
+            from psycopg_pool import AsyncConnectionPool
+        except ImportError as exc:
+            raise ConfigError(
+                "DATABASE_URL names PostgreSQL but psycopg is not installed: "
+                "pip install 'generic-framework[postgres]'"
+            ) from exc
+        with translated(self.where):
+            # One direct connection first: a server that is not there fails at once, with
+            # its reason, instead of after the pool's wait; it also runs the migrations.
+            async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
+                await migrate(conn)
+        pool = AsyncConnectionPool(
+            self._url,
+            min_size=1,
+            max_size=self.pool_size,
+            open=False,
+            timeout=self.pool_timeout,
+            check=AsyncConnectionPool.check_connection,
+            name="generic_framework",
+        )
+        try:
+            with translated(self.where):
+                await pool.open(wait=True, timeout=self.pool_timeout)
+        except BaseException:
+            await pool.close()
+            raise
+        return pool
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Any]:
+        await self.open()
+        with translated(self.where):
+            async with self._pool.connection() as conn:
+                yield conn
+
+    # ------------------------------------------------------------------ the interface
+
+    @asynccontextmanager
+    async def lock(self, conversation_id: str) -> AsyncIterator[HeldConversation]:
+        """Hold the conversation across every replica until the turn is stored or fails."""
+        check_conversation_id(conversation_id)
+        async with self._connection() as conn:
+            with translated(self.where):
+                await _lock(conn, conversation_id)
+            yield _Held(conn, conversation_id, self.where)
+
+    def upstream_slots(self, *, budget: str, limit: int, wait: float) -> UpstreamSlots:
+        """One budget for every replica on this database (session-level advisory locks)."""
+        return PostgresSlots(self._url, budget=budget, limit=limit, wait=wait, ready=self.open)
+
+    async def load(self, conversation_id: str, turns: int) -> list[Message]:
+        """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
+        if turns <= 0:
+            return []
+        async with self._connection() as conn:
+            return await _load(conn, conversation_id, turns)
+
+    async def append_turn(
+        self,
+        conversation_id: str,
+        persona: str,
+        messages: Sequence[Message],
+        record: TurnRecord | None = None,
+    ) -> int:
+        """Store one whole turn in one transaction (under the conversation's lock)."""
+        check_conversation_id(conversation_id)
+        async with self._connection() as conn:
+            await _lock(conn, conversation_id)
+            return await _append(conn, conversation_id, persona, messages, record)
+
+    async def get(self, conversation_id: str) -> list[StoredMessage] | None:
+        """Every stored message of a conversation, or ``None`` when it does not exist."""
+        dump = await self.dump(conversation_id)
+        if dump is None:
+            return None
+        return [
+            StoredMessage(t.turn, t.persona, t.created_at, m)
+            for t in dump.turns
+            for m in t.messages
+        ]
+
+    async def turns(self, conversation_id: str) -> list[StoredTurn] | None:
+        """Every stored turn with its record, or ``None`` when the conversation does not exist."""
+        dump = await self.dump(conversation_id)
+        return None if dump is None else list(dump.turns)
+
+    async def delete(self, conversation_id: str) -> bool:
+        """Delete a conversation once no replica is running a turn of it; True if it existed."""
+        async with self._connection() as conn:
+            await _lock(conn, conversation_id)
+            cursor = await conn.execute(
+                "DELETE FROM conversations WHERE id = %s", (conversation_id,)
+            )
+            return bool(cursor.rowcount)
+
+    async def conversation_ids(self) -> list[str]:
+        """Every conversation id, sorted."""
+        async with self._connection() as conn:
+            cursor = await conn.execute("SELECT id FROM conversations ORDER BY id")
+            return [row[0] for row in await cursor.fetchall()]
+
+    async def dump(self, conversation_id: str) -> ConversationDump | None:
+        """Everything stored for a conversation (one consistent snapshot), or ``None``."""
+        async with self._connection() as conn:
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            return await _dump(conn, conversation_id)
+
+    async def restore(self, dump: ConversationDump) -> None:
+        """Write a dumped conversation as it was, in one transaction.
+
+        Raises:
+            ValueError: the conversation already exists here.
+        """
+        check_conversation_id(dump.id)
+        async with self._connection() as conn:
+            await _lock(conn, dump.id)
+            cursor = await conn.execute("SELECT 1 FROM conversations WHERE id = %s", (dump.id,))
+            if await cursor.fetchone():
+                raise ValueError(f"conversation {dump.id!r} already exists")
+            last = max((t.turn for t in dump.turns), default=0)
+            await conn.execute(
+                "INSERT INTO conversations (id, turns, created_at, updated_at)"
+                " VALUES (%s, %s, %s, %s)",
+                (dump.id, last, _time(dump.created_at), _time(dump.updated_at)),
+            )
+            for t in dump.turns:
+                created = _time(t.created_at)
+                await _write_turn(conn, dump.id, t.turn, t.persona, created, t.record, t.messages)
+
+    async def schema_version(self) -> int:
+        """How many of :data:`~.postgres_schema.MIGRATIONS` the database has applied."""
+        async with self._connection() as conn:
+            cursor = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
+            (version,) = await cursor.fetchone()
+            return int(version)
+
+    @property
+    def latest_version(self) -> int:
+        """The schema version this release migrates to."""
+        return len(MIGRATIONS)
+
+    async def aclose(self) -> None:
+        """Close the pool (waiting for connections in use to come back); once."""
+        async with self._opening:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+
+async def _dump(conn: Any, conversation_id: str) -> ConversationDump | None:
+    cursor = await conn.execute(
+        "SELECT created_at, updated_at FROM conversations WHERE id = %s", (conversation_id,)
+    )
+    head = await cursor.fetchone()
+    if head is None:
+        return None
+    cursor = await conn.execute(
+        f"SELECT turn, persona, created_at, {_COLUMNS} FROM turns"  # noqa: S608 - constants
+        " WHERE conversation_id = %s ORDER BY turn",
+        (conversation_id,),
+    )
+    rows = await cursor.fetchall()
+    cursor = await conn.execute(
+        "SELECT turn, body FROM messages WHERE conversation_id = %s ORDER BY turn, seq",
+        (conversation_id,),
+    )
+    bodies: dict[int, list[Message]] = {}
+    for turn, body in await cursor.fetchall():
+        bodies.setdefault(turn, []).append(_MESSAGE.validate_json(body))
+    turns = tuple(
+        StoredTurn(
+            row[0], row[1], _iso(row[2]), _record_from(row[3:]), tuple(bodies.get(row[0], ()))
+        )
+        for row in rows
+    )
+    return ConversationDump(conversation_id, _iso(head[0]), _iso(head[1]), turns)

@@ -1,0 +1,57 @@
+"""PostgreSQL failures as typed errors, and database addresses without their passwords.
+
+Shared by the store (:mod:`~.postgres`) and the upstream budget (:mod:`~.postgres_slots`).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from generic_framework.wire.errors import StoreUnavailableError, redact, register_secret
+
+__all__ = ["RETRY_AFTER", "redact_url", "register_password", "translated", "unavailable"]
+
+RETRY_AFTER = 2.0
+"""Seconds a caller is told to wait after the database failed."""
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and ``repr``)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def register_password(url: str) -> None:
+    """Make :func:`~generic_framework.wire.errors.redact` remove the URL's password anywhere."""
+    password = urllib.parse.urlsplit(url).password
+    if password:
+        register_secret(password)
+        register_secret(urllib.parse.unquote(password))
+
+
+def unavailable(exc: BaseException, where: str) -> StoreUnavailableError:
+    """The typed error for a database failure (text redacted: no password, no key)."""
+    detail = redact(" ".join(str(exc).split()), limit=300) or type(exc).__name__
+    return StoreUnavailableError(
+        f"the conversation database {where} is unavailable ({detail}); check DATABASE_URL "
+        "and that PostgreSQL is running",
+        retry_after=RETRY_AFTER,
+    )
+
+
+@contextmanager
+def translated(where: str) -> Iterator[None]:
+    """Connection failures (server down, restarted, pool exhausted) become
+    :class:`~generic_framework.wire.errors.StoreUnavailableError`."""
+    import psycopg
+    import psycopg_pool
+
+    try:
+        yield
+    except (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout) as exc:
+        raise unavailable(exc, where) from exc

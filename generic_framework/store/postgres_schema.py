@@ -1,0 +1,102 @@
+"""The PostgreSQL schema: versioned migrations, applied once under an advisory lock.
+
+:data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite.MIGRATIONS` version by version
+(1: conversations, turns, messages; 2: the turn record), so ``schema_version`` means the same on
+both backends and ``generic-framework db copy`` can move a conversation between them whole.
+``schema_migrations`` records every applied version.
+
+:func:`migrate` runs each pending migration in its own transaction that first takes a
+transaction-scoped advisory lock and then re-reads the version: replicas starting together
+queue on the lock, and only the first applies anything (docs/design/0316).
+
+JSON (message bodies, sources, round times) is kept as ``text``: ``jsonb`` refuses the
+``\\u0000`` escape that a message may legally contain, and the bodies are read back whole,
+never queried inside.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from generic_framework.wire.errors import ConfigError
+
+__all__ = ["MIGRATIONS", "MIGRATION_LOCK", "advisory_key", "migrate"]
+
+logger = logging.getLogger("generic_framework.store")
+
+
+def advisory_key(namespace: str, name: str) -> int:
+    """A signed 64-bit advisory-lock key for ``name`` within ``namespace``."""
+    digest = hashlib.sha256(f"generic_framework:{namespace}:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+MIGRATION_LOCK = advisory_key("schema", "migrations")
+"""The advisory lock every migration transaction takes first."""
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        "CREATE TABLE conversations ("
+        " id text PRIMARY KEY, turns integer NOT NULL DEFAULT 0,"
+        " created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL)",
+        "CREATE TABLE turns ("
+        " conversation_id text NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"
+        " turn integer NOT NULL, persona text NOT NULL, created_at timestamptz NOT NULL,"
+        " PRIMARY KEY (conversation_id, turn))",
+        "CREATE TABLE messages ("
+        " conversation_id text NOT NULL, turn integer NOT NULL, seq integer NOT NULL,"
+        " role text NOT NULL, body text NOT NULL,"
+        " PRIMARY KEY (conversation_id, turn, seq),"
+        " FOREIGN KEY (conversation_id, turn) REFERENCES turns (conversation_id, turn)"
+        " ON DELETE CASCADE)",
+    ),
+    (
+        "ALTER TABLE turns"
+        " ADD COLUMN input text, ADD COLUMN model text, ADD COLUMN stop_reason text,"
+        " ADD COLUMN sources text, ADD COLUMN prompt_tokens integer,"
+        " ADD COLUMN completion_tokens integer, ADD COLUMN cached_tokens integer,"
+        " ADD COLUMN reasoning_tokens integer, ADD COLUMN web_searches integer,"
+        " ADD COLUMN rounds integer, ADD COLUMN started_at timestamptz,"
+        " ADD COLUMN duration_ms double precision, ADD COLUMN round_ms text",
+        # The 1302 pause of each upstream budget (docs/design/0315); PostgreSQL only.
+        "CREATE TABLE upstream_pauses (budget text PRIMARY KEY, until timestamptz NOT NULL)",
+    ),
+)
+"""Schema changes in order; never edit one that shipped, append a new one."""
+
+_VERSIONS = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+)
+
+
+async def migrate(conn: Any) -> list[int]:
+    """Apply the pending migrations on ``conn`` (a psycopg ``AsyncConnection``, not in a
+    transaction); return the versions applied here (empty when another process did).
+
+    Raises:
+        ConfigError: the database is at a newer version than this release knows.
+    """
+    applied: list[int] = []
+    while True:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await conn.execute(_VERSIONS)
+            cursor = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
+            (version,) = await cursor.fetchone()
+            if version > len(MIGRATIONS):
+                raise ConfigError(
+                    f"the database is at schema version {version}, newer than this release's "
+                    f"{len(MIGRATIONS)}: upgrade generic-framework"
+                )
+            if version == len(MIGRATIONS):
+                return applied
+            for statement in MIGRATIONS[version]:
+                await conn.execute(statement)
+            await conn.execute(
+                "INSERT INTO schema_migrations (version) VALUES (%s)", (version + 1,)
+            )
+        applied.append(version + 1)
+        logger.info("database migrated to schema version %d", version + 1)

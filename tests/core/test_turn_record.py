@@ -1,0 +1,86 @@
+"""A stored turn keeps its record: the input as typed, model, sources, usage, searches, timings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from zai_script import Script, call, completion, make_settings, source
+
+from generic_framework.core.persona import Persona
+from generic_framework.runtime import Runtime
+from generic_framework.service.mapping import turn_record_body
+from generic_framework.tools import tool
+from generic_framework.wire.client import GLMClient
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+def with_details(body: dict[str, object], cached: int, reasoning: int) -> dict[str, object]:
+    usage = body["usage"]
+    assert isinstance(usage, dict)
+    usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+    return body
+
+
+async def test_a_web_turn_is_stored_with_its_record(
+    tmp_path: Path,
+    script: Callable[..., Script],
+    client_for: Callable[[Script], GLMClient],
+) -> None:
+    settings = make_settings(tmp_path)
+    s = script(
+        with_details(
+            completion("", tool_calls=[call("echo", {"text": "x"}, id="e1")], usage=(100, 10)),
+            cached=64,
+            reasoning=3,
+        ),
+        with_details(
+            completion("Rain [ref_1].", web_search=[source(1)], usage=(200, 20)),
+            cached=128,
+            reasoning=5,
+        ),
+    )
+    runtime = Runtime(settings, client=client_for(s))
+    try:
+        persona = Persona("p", "S.", [echo], runtime=runtime)
+        reply = await persona.respond("  //  weather?  ", conversation_id="c1")
+        turns = await runtime.store.turns("c1")
+    finally:
+        await runtime.aclose()
+    assert turns is not None and len(turns) == 1
+    record = turns[0].record
+    assert record is not None
+    assert record.input == "  //  weather?  "
+    assert (record.model, record.stop_reason, record.rounds) == ("glm-4.7", "completed", 2)
+    assert (record.prompt_tokens, record.completion_tokens) == (300, 30)
+    assert (record.cached_tokens, record.reasoning_tokens) == (192, 8)
+    assert record.web_searches == reply.web_searches == 1
+    assert [(x.number, x.url, x.site, x.published) for x in record.sources] == [
+        (1, "https://ex.org/1", "Site 1", "2026-01-02")
+    ]
+    assert len(record.round_ms) == 2 and record.duration_ms >= sum(record.round_ms) * 0.9
+    assert datetime.fromisoformat(record.started_at).tzinfo is not None
+    assert list(turns[0].messages) == reply.messages
+    shown = turn_record_body(turns[0])
+    assert shown.input == "  //  weather?  " and shown.citations[0].title == "Title 1"
+    assert shown.usage["cached_tokens"] == 192
+
+
+async def test_a_plain_turn_without_conversation_stores_nothing(
+    tmp_path: Path, script: Callable[..., Script], client_for: Callable[[Script], GLMClient]
+) -> None:
+    settings = make_settings(tmp_path)
+    s = script(completion("Hi."))
+    runtime = Runtime(settings, client=client_for(s))
+    try:
+        await Persona("p", "S.", runtime=runtime).respond("hello")
+        assert await runtime.store.conversation_ids() == []
+    finally:
+        await runtime.aclose()

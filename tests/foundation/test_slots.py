@@ -1,0 +1,123 @@
+"""The upstream budget of one process (LocalSlots) and how the client uses a budget."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from generic_framework.config import Settings
+from generic_framework.service.errors import map_exception
+from generic_framework.wire import retry
+from generic_framework.wire.client import GLMClient
+from generic_framework.wire.errors import StoreUnavailableError, UpstreamBusyError
+from generic_framework.wire.messages import ChatRequest, UserMessage
+from generic_framework.wire.slots import LocalSlots, SlotLease
+
+REQUEST = ChatRequest(model="glm-4.7", messages=[UserMessage(content="hi")])
+ANSWER = {
+    "id": "r1",
+    "model": "glm-4.7",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant",
+                                                                   "content": "hello"}}],
+}  # fmt: skip
+
+
+async def test_local_slots_queue_then_refuse_with_retry_after() -> None:
+    slots = LocalSlots(1, wait=0.2)
+    held = await slots.acquire()
+    started = time.monotonic()
+    with pytest.raises(UpstreamBusyError) as busy:
+        await slots.acquire()
+    assert time.monotonic() - started >= 0.19
+    assert not busy.value.retryable and busy.value.retry_after and busy.value.retry_after >= 1
+    waiter = asyncio.ensure_future(slots.acquire())
+    await held.release()
+    await held.release()  # twice does not free a second slot
+    second = await asyncio.wait_for(waiter, 1)
+    with pytest.raises(UpstreamBusyError):
+        await slots.acquire()
+    await second.release()
+
+
+async def test_a_local_pause_holds_every_new_call() -> None:
+    slots = LocalSlots(4, wait=2.0)
+    await slots.pause(0.3)
+    started = time.monotonic()
+    lease = await slots.acquire()
+    assert time.monotonic() - started >= 0.28
+    await lease.release()
+    await slots.pause(5.0)
+    with pytest.raises(UpstreamBusyError, match="1302"):
+        await slots.acquire()  # a pause beyond the wait fails at once
+    await (await slots.acquire(respect_pause=False)).release()
+
+
+class RecordingSlots:
+    """A budget that records what the client asks of it."""
+
+    limit = 1
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    async def acquire(self, *, respect_pause: bool = True) -> SlotLease:
+        self.calls.append(("acquire", respect_pause))
+        calls = self.calls
+
+        class Lease:
+            async def release(self) -> None:
+                calls.append("release")
+
+        return Lease()
+
+    async def pause(self, seconds: float) -> None:
+        self.calls.append(("pause", seconds))
+
+    async def aclose(self) -> None:
+        self.calls.append("close")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_1302_pauses_the_budget_and_its_own_retry_skips_the_pause(
+    stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def no_sleep(seconds: float) -> None:
+        pass
+
+    retry.set_testing(False)
+    monkeypatch.setattr(retry, "sleep", no_sleep)
+    error = {"error": {"code": "1302", "message": "concurrency"}}
+    responses = iter(
+        [
+            httpx.Response(429, json=error, headers={"Retry-After": "3"}),
+            httpx.Response(200, json=ANSWER),
+        ]
+    )
+    transport = httpx.MockTransport(lambda request: next(responses))
+    slots = RecordingSlots()
+    settings = Settings.defaults(api_key="k", base_url="https://zai.test/api/paas/v4")
+    async with GLMClient(settings, transport=transport, slots=slots) as client:
+        if stream:
+            events = [e async for e in client.chat_stream(REQUEST)]
+            assert events
+        else:
+            assert (await client.chat(REQUEST)).message.content == "hello"
+    assert slots.calls == [
+        ("acquire", True), ("pause", 3.0), "release", ("acquire", False), "release",
+    ]  # fmt: skip
+
+
+def test_the_service_answers_503_with_retry_after_for_a_busy_budget_or_database() -> None:
+    busy = map_exception(UpstreamBusyError("no slot", retry_after=5.0))
+    assert (busy.status, busy.code, busy.headers) == (503, "upstream_busy", {"Retry-After": "5"})
+    down = map_exception(StoreUnavailableError("down", retry_after=2.0))
+    assert (down.status, down.code, down.headers) == (
+        503,
+        "store_unavailable",
+        {"Retry-After": "2"},
+    )
+    assert down.type == "server_error"

@@ -1,0 +1,140 @@
+"""A throwaway PostgreSQL server for tests: ``initdb`` in a temp dir, ``pg_ctl`` on a loopback port.
+
+Uses the server binaries of Debian's ``postgresql`` package (``/usr/lib/postgresql/*/bin``) or
+whatever ``initdb`` is on PATH. Run as root, the cluster belongs to the unprivileged ``postgres``
+user (the server refuses to run as root). Trust authentication on 127.0.0.1 only; ``fsync`` off,
+since the tests never crash the machine, only the server or the clients.
+
+Missing binaries skip the tests that need them, unless ``GF_REQUIRE_POSTGRES=1`` (set by
+``.ci/run``, which installs them), which fails them instead: CI must not skip silently.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+SERVER_USER = "postgres"
+
+
+def server_bindir() -> Path | None:
+    """The directory of ``initdb`` and ``pg_ctl``, newest version first; None when absent."""
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0,
+        reverse=True,
+    )
+    if found:
+        return found[0].parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).resolve().parent if initdb else None
+
+
+def require_server() -> Path:
+    """The binaries' directory, or skip (fail under ``GF_REQUIRE_POSTGRES=1``)."""
+    bindir = server_bindir()
+    reason = "PostgreSQL server binaries (initdb, pg_ctl) not found: apt-get install postgresql"
+    if bindir is None:
+        if os.environ.get("GF_REQUIRE_POSTGRES") == "1":
+            pytest.fail(reason + " (GF_REQUIRE_POSTGRES=1)")
+        pytest.skip(reason)
+    return bindir
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class PostgresServer:
+    """One cluster: start, stop (fast or like a crash), restart, and fresh databases."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.root = Path(tempfile.mkdtemp(prefix="gf-pg-"))
+        self.data = self.root / "data"
+        self.log = self.root / "server.log"
+        self.port = _free_port()
+        self._as_user = os.geteuid() == 0
+        self._databases = 0
+        if self._as_user:
+            entry = pwd.getpwnam(SERVER_USER)
+            os.chown(self.root, entry.pw_uid, entry.pw_gid)
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        user = {"user": SERVER_USER, "group": SERVER_USER} if self._as_user else {}
+        return subprocess.run(
+            [str(self.bindir / args[0]), *args[1:]],
+            capture_output=True,
+            text=True,
+            check=check,
+            cwd=self.root,
+            timeout=120,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+            **user,  # type: ignore[arg-type]
+        )
+
+    def init(self) -> PostgresServer:
+        self._run(
+            "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+            "--no-sync", "--locale=C.UTF-8",
+        )  # fmt: skip
+        return self.start()
+
+    def start(self) -> PostgresServer:
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+            " -c full_page_writes=off -c max_connections=300"
+        )
+        done = self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log),
+                         "-w", "-t", "60", "start", check=False)  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl start failed: {done.stderr}\n{self.log_text()[-3000:]}")
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server; ``immediate`` is like a crash (no checkpoint, clients cut off)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """Stop like a crash, stay down for ``down_seconds``, start again on the same port."""
+        self.stop("immediate")
+        time.sleep(down_seconds)
+        self.start()
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, prefix: str = "t") -> str:
+        """A fresh, empty database; its URL."""
+        import psycopg
+
+        self._databases += 1
+        name = f"{prefix}_{os.getpid()}_{self._databases}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def query(self, url: str, sql: str, *params: object) -> list[tuple[object, ...]]:
+        """Run one statement on ``url`` and return its rows (for checks)."""
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            cursor = conn.execute(sql, params or None)
+            return cursor.fetchall() if cursor.description else []
+
+    def destroy(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
