@@ -1,4 +1,4 @@
-"""The ``generic-framework`` command line: chat, personas, serve, mock, record, replay, db.
+"""The ``generic-framework`` command line: chat, personas, serve, mock, record, replay, db, usage.
 
 Exit codes: 0 success; 1 an upstream or runtime error (one line on stderr says what to do);
 2 a usage or configuration error. This module only declares the commands; each one imports its
@@ -13,6 +13,7 @@ fast. The modules, none of which imports this one:
 - :mod:`~generic_framework.cli.personas`, :mod:`~generic_framework.cli.serve`,
   :mod:`~generic_framework.cli.mock`, :mod:`~generic_framework.cli.fixtures`: the other commands.
 - :mod:`~generic_framework.cli.db`: ``db upgrade`` and ``db copy``.
+- :mod:`~generic_framework.cli.usage`: ``usage``, from the stored turn records.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from __future__ import annotations
 import io
 import sys
 from collections.abc import Callable
+from datetime import date
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 import typer
 
@@ -247,6 +249,35 @@ def replay(
     from generic_framework.cli.fixtures import run_replay
 
     raise typer.Exit(run_replay(paths or [], as_json))
+
+
+def _since(value: str | None) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(f"must be a date like 2026-11-01 (got {value!r})") from None
+
+
+@app.command(epilog=_EPILOG)
+def usage(
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only turns from this day on (YYYY-MM-DD, UTC).")
+    ] = None,
+    by: Annotated[
+        Literal["persona", "model", "day"], typer.Option("--by", help="Group by.")
+    ] = "persona",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    prices: Annotated[
+        Path | None,
+        typer.Option("--prices", help="A TOML price table for an estimated cost (no defaults)."),
+    ] = None,
+) -> None:
+    """Tokens, web searches and turns from the stored turn records, with an estimated cost."""
+    from generic_framework.cli.usage import run_usage
+
+    raise typer.Exit(run_usage(_since(since), by, as_json, prices))
 
 
 db = typer.Typer(

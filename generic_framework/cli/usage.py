@@ -1,0 +1,86 @@
+"""The ``usage`` command: tokens, web searches and turns from the stored turn records.
+
+Every turn stored with a record (input, model, usage, web searches...) is one
+:class:`~generic_framework.usage.UsageRow`; :func:`~generic_framework.usage.summarize` groups
+them by persona, model or day and prices them from the operator's TOML table when one is given
+(no built-in prices). Turns stored before records were kept carry no usage and are counted
+apart. The store is read one conversation at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+from generic_framework.cli.common import EXIT_OK, err, run_command
+from generic_framework.config import Settings
+from generic_framework.store import ConversationStore, StoredTurn, open_store
+from generic_framework.usage import (
+    GroupBy,
+    UsageRow,
+    load_prices,
+    render_json,
+    render_table,
+    summarize,
+)
+
+__all__ = ["run_usage", "usage_rows"]
+
+
+def row_of(turn: StoredTurn) -> UsageRow | None:
+    """The usage of one stored turn (``None`` for a turn stored without a record)."""
+    record = turn.record
+    if record is None:
+        return None
+    when = datetime.fromisoformat(record.started_at or turn.created_at)
+    return UsageRow(
+        when=when if when.tzinfo is not None else when.replace(tzinfo=UTC),
+        persona=turn.persona,
+        model=record.model,
+        prompt_tokens=record.prompt_tokens,
+        completion_tokens=record.completion_tokens,
+        cached_tokens=record.cached_tokens,
+        reasoning_tokens=record.reasoning_tokens,
+        web_searches=record.web_searches,
+    )
+
+
+async def usage_rows(store: ConversationStore, skipped: list[int]) -> AsyncIterator[UsageRow]:
+    """Every stored turn's usage; ``skipped[0]`` counts the turns without a record."""
+    for conversation_id in await store.conversation_ids():
+        for turn in await store.turns(conversation_id) or []:
+            row = row_of(turn)
+            if row is None:
+                skipped[0] += 1
+            else:
+                yield row
+
+
+def run_usage(since: date | None, by: GroupBy, as_json: bool, prices: Path | None) -> int:
+    """``usage``: print the summary of the database ``DATABASE_URL`` names (SQLite in DATA_DIR
+    when unset); a price table (``--prices FILE``) adds an estimated cost."""
+
+    def show(settings: Settings) -> int:
+        table = load_prices(prices) if prices is not None else None
+        url = settings.database_url.get_secret_value() if settings.database_url else None
+        store = open_store(
+            url, sqlite_path=settings.database_path, pool_size=settings.database_pool_size
+        )
+        skipped = [0]
+
+        async def collect() -> list[UsageRow]:
+            try:
+                await store.open()
+                return [row async for row in usage_rows(store, skipped)]
+            finally:
+                await store.aclose()
+
+        report = summarize(asyncio.run(collect()), by=by, since=since, prices=table)
+        print(render_json(report) if as_json else render_table(report))
+        if skipped[0]:
+            err(f"{skipped[0]} turn(s) stored before turn records were kept are not counted")
+        return EXIT_OK
+
+    return run_command(show)

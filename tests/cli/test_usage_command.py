@@ -1,0 +1,63 @@
+"""``generic-framework usage``: its totals are the sum of the replies' usage, read back from the
+stored turn records (the CLI as a real process, answering offline from the embedded mock)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+QUESTIONS = (
+    "// what's the weather in Nanaimo?",
+    "// what is 17% of 2,340?",
+    "What is the capital of Canada?",
+)
+
+
+def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "generic_framework", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_usage_json_totals_equal_the_sum_of_the_replies(env: dict[str, str]) -> None:
+    replies = []
+    for number, question in enumerate(QUESTIONS):
+        done = cli(env, "chat", "--json", "-c", f"u{number % 2}", question)
+        assert done.returncode == 0, done.stderr
+        replies.append(json.loads(done.stdout))
+    done = cli(env, "usage", "--json", "--by", "model")
+    assert done.returncode == 0, done.stderr
+    total = json.loads(done.stdout)["total"]
+    usage = [reply["usage"] for reply in replies]
+    assert total["turns"] == len(QUESTIONS)
+    assert total["prompt_tokens"] == sum(u["prompt_tokens"] for u in usage) > 0
+    assert total["completion_tokens"] == sum(u["completion_tokens"] for u in usage) > 0
+    assert total["web_searches"] >= 1  # the Nanaimo answer came with web_search[] sources
+    by_persona = json.loads(cli(env, "usage", "--json").stdout)
+    assert [group["persona"] for group in by_persona["groups"]] == ["scout"]
+
+
+def test_usage_prices_from_the_operators_table(env: dict[str, str], tmp_path: Path) -> None:
+    assert cli(env, "chat", "What is the capital of Canada?").returncode == 0
+    prices = tmp_path / "prices.toml"
+    prices.write_text(
+        'currency = "USD"\n[models."glm-4.7"]\nprompt = 0.6\ncompletion = 2.2\n', encoding="utf-8"
+    )
+    done = cli(env, "usage", "--json", "--prices", str(prices))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["currency"] == "USD" and float(report["total"]["cost"]) > 0
+
+
+def test_usage_refuses_a_bad_date_in_one_line(env: dict[str, str]) -> None:
+    done = cli(env, "usage", "--since", "yesterday")
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("error:") and "2026-11-01" in done.stderr
+    assert "Traceback" not in done.stderr
