@@ -10,14 +10,15 @@
   the same conversation at the same moment would each see the history without the other's turn.
 - **Schema changes** are an ordered list of small functions, :data:`MIGRATIONS`; ``PRAGMA
   user_version`` records how many have run.
-- **Off the event loop.** Every operation runs in a worker thread (``asyncio.to_thread``): a
-  commit waits for the disk, which can take milliseconds. One connection per store, guarded by a
-  thread lock, serves all threads.
+- **Off the event loop.** Every operation runs in a worker thread
+  (:class:`~generic_framework.offload.Offload`, which lets the loop wait up to a millisecond for
+  the usual quick statement instead of paying for a full trip through the event loop): a commit
+  waits for the disk, which can take milliseconds. One connection per store, guarded by a thread
+  lock, serves all threads.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ from typing import TypeVar
 
 from pydantic import TypeAdapter
 
+from generic_framework.offload import Offload
 from generic_framework.store.base import StoredMessage, check_conversation_id
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
@@ -79,6 +81,7 @@ class SQLiteStore:
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
         self._guard = threading.Lock()
+        self._offload = Offload()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -89,7 +92,7 @@ class SQLiteStore:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
         if turns <= 0:
             return []
-        return await asyncio.to_thread(self._run, self._load, conversation_id, turns)
+        return await self._offload.run(self._run, self._load, conversation_id, turns)
 
     async def append_turn(
         self, conversation_id: str, persona: str, messages: Sequence[Message]
@@ -99,15 +102,15 @@ class SQLiteStore:
         if not messages:
             raise ValueError("a turn has at least one message")
         bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in messages]
-        return await asyncio.to_thread(self._run, self._append, conversation_id, persona, bodies)
+        return await self._offload.run(self._run, self._append, conversation_id, persona, bodies)
 
     async def get(self, conversation_id: str) -> list[StoredMessage] | None:
         """Every stored message of a conversation, or ``None`` when it does not exist."""
-        return await asyncio.to_thread(self._run, self._get, conversation_id)
+        return await self._offload.run(self._run, self._get, conversation_id)
 
     async def delete(self, conversation_id: str) -> bool:
         """Delete a conversation; True when it existed."""
-        return await asyncio.to_thread(self._run, self._delete, conversation_id)
+        return await self._offload.run(self._run, self._delete, conversation_id)
 
     def close(self) -> None:
         """Close the connection; a later call opens a new one."""
@@ -118,7 +121,7 @@ class SQLiteStore:
 
     async def aclose(self) -> None:
         """Async spelling of :meth:`close`."""
-        await asyncio.to_thread(self.close)
+        await self._offload.run(self.close)
 
     # ------------------------------------------------------------------ worker-thread side
 
