@@ -48,7 +48,7 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a is not None and b else "-"
 
 
-_OWN = frozenset({"raw_httpx", "persona", "persona_inline", "glmclient"})
+_OWN = frozenset({"raw_httpx", "persona", "persona_inline", "persona_conversation", "glmclient"})
 
 
 def verdicts(rows: list[Row]) -> list[Verdict]:
@@ -64,6 +64,15 @@ def verdicts(rows: list[Row]) -> list[Verdict]:
                 f"1. {subject} CPU <= 1.15x raw httpx", _ratio(mine, floor), mine <= 1.15 * floor
             )
         )
+        stored = _median(seq, "persona_conversation", "cpu_ms")
+        if stored is not None:
+            out.append(
+                Verdict(
+                    "1. persona with a conversation_id (SQLite) CPU <= 1.35x raw httpx",
+                    _ratio(stored, floor),
+                    stored <= 1.35 * floor,
+                )
+            )
         peers = [
             (r.label, r.metrics["cpu_ms"]["median"])  # type: ignore[index]
             for r in seq

@@ -151,6 +151,12 @@ def raw(key: str) -> Callable[[dict[str, Any]], float | None]:
 SEQUENTIAL: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("raw_httpx", "raw_httpx", "raw httpx, one pooled AsyncClient (the floor)", {}),
     ("persona", "persona", "Persona, sync tool (runs in a worker thread)", {}),
+    (
+        "persona_conversation",
+        "persona",
+        "Persona, sync tool, with a conversation_id (one turn of history, stored in SQLite)",
+        {"conversation": True},
+    ),
     ("glmclient", "glmclient", "GLMClient with a hand loop", {}),
 )
 
