@@ -111,9 +111,12 @@ class GLMClient:
         )
         # Our own client's requests go straight to its transport (docs/design/0702).
         self._direct = _DirectSend(self._http, own) if own is not None else None
-        # Parsed once: httpx checks a URL string character by character on every request.
-        self._chat_url = httpx.URL(f"{s.base_url}/chat/completions")
-        self._search_url = httpx.URL(f"{s.base_url}/web_search")
+        self._chat_url = f"{s.base_url}/chat/completions"
+        self._search_url = f"{s.base_url}/web_search"
+        # Parsed once for the direct path: httpx checks a URL string character by character on
+        # every request. A borrowed client gets the strings (it may be another httpx-like
+        # library, such as httpx2, with URL types of its own).
+        self._parsed = {url: httpx.URL(url) for url in (self._chat_url, self._search_url)}
         self._policy = RetryPolicy(max_retries=s.llm_max_retries, deadline=s.llm_retry_deadline)
         self._slots = asyncio.Semaphore(s.llm_max_concurrency)
 
@@ -220,10 +223,10 @@ class GLMClient:
 
     # ------------------------------------------------------------------ transport
 
-    def _request(self, url: httpx.URL, body: bytes) -> httpx.Request:
+    def _request(self, url: str, body: bytes) -> httpx.Request:
         """The POST of ``body`` to ``url``, with the client's headers and timeouts."""
         if self._direct is not None and self._direct.usable:
-            return self._direct.request(url, body)
+            return self._direct.request(self._parsed[url], body)
         return self._http.build_request("POST", url, content=body, headers=self._headers)
 
     async def _dispatch(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
@@ -232,7 +235,7 @@ class GLMClient:
             return await self._direct.send(request, stream=stream)
         return await self._http.send(request, stream=stream)
 
-    async def _send(self, url: httpx.URL, body: bytes) -> httpx.Response:
+    async def _send(self, url: str, body: bytes) -> httpx.Response:
         """POST once and read the whole body; failures become typed errors."""
         request = self._request(url, body)
         response = await _translate(lambda: self._dispatch(request), _budget(request))
