@@ -122,3 +122,19 @@ async def test_a_transport_error_carries_its_request() -> None:
     cause = caught.value.__cause__
     assert isinstance(cause, httpx.ConnectError)
     assert cause.request is script.requests[0]
+
+
+async def test_a_borrowed_client_is_given_the_url_as_text(payload: Load) -> None:
+    # A borrowed client may be httpx-like (httpx2) with URL types of its own.
+    seen: list[object] = []
+
+    class Borrowed(httpx.AsyncClient):
+        def build_request(self, method: str, url: Any, **kwargs: Any) -> httpx.Request:
+            seen.append(url)
+            return super().build_request(method, url, **kwargs)
+
+    http = Borrowed(transport=httpx.MockTransport(Recorder((_ok(payload),))))
+    async with http, GLMClient(_settings(), http_client=http) as client:
+        await client.chat(REQUEST)
+
+    assert seen == [f"{BASE_URL}/chat/completions"]
