@@ -173,9 +173,12 @@ def main(argv: list[str] | None = None) -> int:
             begun = time.perf_counter()
             rows += step(cfg)
             log(f"[{key}] took {time.perf_counter() - begun:.0f} s")
+    if "5" in only:
+        profile_text += startup.import_profile()
     if "7" in only:
         begun = time.perf_counter()
-        more, profile_text = profiling.profile(cfg, results)
+        more, cpu_profiles = profiling.profile(cfg, results)
+        profile_text += cpu_profiles
         rows += more
         log(f"[7] took {time.perf_counter() - begun:.0f} s")
     facts["load_after"] = os.getloadavg()

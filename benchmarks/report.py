@@ -256,5 +256,5 @@ def render(rows: list[Row], header: str, profile_text: str) -> str:
         if mine:
             parts += [f"## {title}\n", table(mine, columns), ""]
     if profile_text:
-        parts += ["## Where the time goes (cProfile, own time)\n", profile_text]
+        parts += ["## Where the time goes (importtime, cProfile: own time)\n", profile_text]
     return "\n".join(parts) + "\n"

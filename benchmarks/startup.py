@@ -164,3 +164,42 @@ def first_answer_rows(cfg: Config) -> list[Row]:
 def startup(cfg: Config) -> list[Row]:
     """All of scenario 5."""
     return [*import_rows(cfg), *cli_rows(cfg), *first_answer_rows(cfg)]
+
+
+def import_profile() -> str:
+    """Where the public import's time goes: ``python -X importtime``, own time per package.
+
+    One run, after the timed ones (the disk cache is warm). Own time attributed to top-level
+    packages; the library's own modules are listed one by one.
+    """
+    done = subprocess.run(
+        pinned([sys.executable, "-X", "importtime", "-c", PUBLIC_IMPORT], CLIENT_CPU),
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=run_dir(),
+        timeout=120,
+        check=False,
+    )
+    packages: dict[str, float] = {}
+    ours: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line or "self" in line:
+            continue
+        own, _, name = line.removeprefix("import time:").split("|")
+        module, ms = name.strip(), int(own) / 1000
+        top = module.split(".")[0]
+        packages[top] = packages.get(top, 0.0) + ms
+        if top == "generic_framework":
+            ours[module] = ms
+    total = sum(packages.values())
+    lines = [
+        f"### `{PUBLIC_IMPORT}`: {total:.0f} ms under `-X importtime` (own time)\n",
+        "| package | ms | share |",
+        "|---|---|---|",
+    ]
+    for name, ms in sorted(packages.items(), key=lambda i: -i[1])[:15]:
+        lines.append(f"| {name} | {ms:.1f} | {ms / total * 100:.0f}% |")
+    lines += ["", "| generic_framework module | ms |", "|---|---|"]
+    lines += [f"| {n} | {ms:.1f} |" for n, ms in sorted(ours.items(), key=lambda i: -i[1])[:10]]
+    return "\n".join(lines) + "\n"
