@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import asyncio
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 import httpx
 
 from generic_framework.config import Settings
 from generic_framework.core.locks import ConversationLocks
-from generic_framework.store.base import ConversationStore
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
+
+if TYPE_CHECKING:
+    # The store package (sqlite3 and its message adapter, about 3 ms) is imported when a
+    # conversation first needs it, not by every program that imports the Persona (0704).
+    from generic_framework.store.base import ConversationStore
 
 __all__ = ["Resources"]
 
