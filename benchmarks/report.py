@@ -235,7 +235,7 @@ SECTIONS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
     ),
     "7": ("7. Profile of scenario 1", [("profiled_ms", "ms/conv under cProfile", 2)]),
     "8": (
-        "8. The bot service: /v1/chat/completions, 200 clients, upstream at 100 ms",
+        "8. The bot service: /v1/chat/completions under load (clients and latency above)",
         [
             ("cpu_ms", "server CPU ms/request", 3),
             ("rps", "requests/s", 0),
