@@ -29,6 +29,7 @@ from benchmarks.scenarios import (
     sequential_cpu,
     streaming,
 )
+from benchmarks.service_bench import service
 
 _PACKAGES = (
     "httpx",
@@ -118,7 +119,9 @@ def header(facts: dict[str, object], cfg: Config, seconds: float) -> str:
             f"- peers' environment: {peers or 'none'}",
             f"- sizes: {cfg.reps} fresh processes per row; {cfg.seq_n} sequential conversations; "
             f"{cfg.conc_n} concurrent at {cfg.conc_latency * 1000:.0f} ms latency; "
-            f"{cfg.stream_n} streamed conversations; run took {seconds:.0f} s",
+            f"{cfg.stream_n} streamed conversations; service: {cfg.service_clients} clients at "
+            f"{cfg.service_latency * 1000:.0f} ms, {cfg.service_seconds:g} s per run; "
+            f"run took {seconds:.0f} s",
             "",
         ]
     )
@@ -128,7 +131,7 @@ def parse(argv: list[str] | None) -> tuple[Config, set[str]]:
     """Command-line options into a Config and the scenarios to run."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-    parser.add_argument("--only", default="1,2,3,4,5,6,7", help="scenarios to run, e.g. 1,5")
+    parser.add_argument("--only", default="1,2,3,4,5,6,7,8", help="scenarios to run, e.g. 1,5")
     parser.add_argument("--peers", default=None, help="peers to include, or 'none'")
     parser.add_argument("--reps", type=int, default=None, help="fresh processes per row")
     parser.add_argument(
@@ -163,15 +166,21 @@ def main(argv: list[str] | None = None) -> int:
         "4": streaming,
         "5": startup.startup,
         "6": mock_rps,
+        "8": service,
     }
     for key, step in steps.items():
         if key in only:
             begun = time.perf_counter()
             rows += step(cfg)
             log(f"[{key}] took {time.perf_counter() - begun:.0f} s")
+    if "5" in only:
+        profile_text += startup.import_profile()
     if "7" in only:
-        more, profile_text = profiling.profile(cfg, results)
+        begun = time.perf_counter()
+        more, cpu_profiles = profiling.profile(cfg, results)
+        profile_text += cpu_profiles
         rows += more
+        log(f"[7] took {time.perf_counter() - begun:.0f} s")
     facts["load_after"] = os.getloadavg()
     text = render(rows, header(facts, cfg, time.perf_counter() - started), profile_text)
     (results / "report.md").write_text(text, encoding="utf-8")

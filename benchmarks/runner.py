@@ -122,13 +122,15 @@ class Server:
 
 
 @contextlib.contextmanager
-def server_process(cmd: list[str], what: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
-    """Start a server process pinned to the server CPU; yield it and the port it printed.
+def server_process(
+    cmd: list[str], what: str, cpu: int | None = SERVER_CPU
+) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """Start a server process pinned to ``cpu`` (the server CPU); yield it and its port.
 
     The server prints ``PORT <n>`` when it listens and stops when its standard input closes.
     """
     proc = subprocess.Popen(
-        pinned(cmd, SERVER_CPU),
+        pinned(cmd, cpu),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -144,7 +146,7 @@ def server_process(cmd: list[str], what: str) -> Iterator[tuple[subprocess.Popen
     finally:
         if proc.poll() is None:
             try:
-                proc.communicate(timeout=10)
+                proc.communicate(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

@@ -1,4 +1,8 @@
-"""The seven scenarios. Each returns :class:`Row` values; :mod:`benchmarks.report` renders them."""
+"""Scenarios 1-4. Each returns :class:`Row` values; :mod:`benchmarks.report` renders them.
+
+Scenario 5 is in :mod:`benchmarks.startup`, 6 in :mod:`benchmarks.mockbench`, 7 in
+:mod:`benchmarks.profiling` and 8, the bot service, in :mod:`benchmarks.service_bench`.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +37,11 @@ class Config:
     stream_chunks: int = 201
     parallel_n: int = 5
     startup_reps: int = 5
+    service_clients: int = 200
+    service_latency: float = 0.1
+    service_seconds: float = 5.0
+    service_warmup: float = 1.5
+    service_reps: int = 3
     peers: tuple[str, ...] = ("openai", "zai", "pydantic_ai", "litellm")
     extended: bool = False
     """Also run the peers (and raw httpx2) in the concurrency scenario: about 4 more minutes."""
@@ -52,6 +61,11 @@ class Config:
             stream_chunks=5,
             parallel_n=1,
             startup_reps=1,
+            service_clients=10,
+            service_latency=0.01,
+            service_seconds=0.5,
+            service_warmup=0.3,
+            service_reps=1,
             peers=(),
             results_dir=results_dir,
         )
@@ -151,6 +165,12 @@ def raw(key: str) -> Callable[[dict[str, Any]], float | None]:
 SEQUENTIAL: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("raw_httpx", "raw_httpx", "raw httpx, one pooled AsyncClient (the floor)", {}),
     ("persona", "persona", "Persona, sync tool (runs in a worker thread)", {}),
+    (
+        "persona_conversation",
+        "persona",
+        "Persona, sync tool, with a conversation_id (one turn of history, stored in SQLite)",
+        {"conversation": True},
+    ),
     ("glmclient", "glmclient", "GLMClient with a hand loop", {}),
 )
 

@@ -4,6 +4,8 @@ The job is the same for every client: the first request of a conversation is ans
 to the first function tool offered (``{"city": ...}``), the request that carries the tool
 message(s) is answered with ``"Answer: "`` followed by the tool contents joined by ``" | "``, so a
 client can check that its tool really ran. ``--calls N`` asks for N parallel calls in round one.
+A request that offers no function tool (the bot service's scenario) is answered at once with
+``"Answer: "`` followed by the last user message.
 
 JSON and SSE (``"stream": true``) are served in Z.AI's layout (role on every delta, the complete
 tool call in one delta, ``finish_reason`` and ``usage`` on the last chunk, ``data: [DONE]``).
@@ -55,7 +57,10 @@ class Script:
         if results:
             return stream, None, "Answer: " + " | ".join(reversed(results))
         self.conversations += 1
-        name = _first_function(request.get("tools") or [])
+        tools = request.get("tools") or []
+        if not any(spec.get("type") == "function" for spec in tools):
+            return stream, None, "Answer: " + _last_user_text(messages)
+        name = _first_function(tools)
         calls = [
             {
                 "id": f"call_{self.conversations}_{i}",
@@ -69,6 +74,13 @@ class Script:
             for i in range(self.calls)
         ]
         return stream, {"role": "assistant", "content": "", "tool_calls": calls}, None
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return str(message.get("content", ""))
+    return ""
 
 
 def _first_function(tools: list[dict[str, Any]]) -> str:

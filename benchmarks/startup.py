@@ -21,11 +21,15 @@ from benchmarks.runner import (
 )
 from benchmarks.scenarios import Config, Row, python_for
 
+PUBLIC_IMPORT = "from generic_framework import Persona, Settings, tool"
+"""What a user's program writes: measured as it is written."""
+
 IMPORTS: tuple[tuple[str, str], ...] = (
     ("httpx", "httpx"),
     ("generic_framework", "generic_framework"),
     ("generic_framework.wire.client", "GLMClient (generic_framework.wire.client)"),
     ("generic_framework.core.persona", "Persona (generic_framework.core.persona)"),
+    (PUBLIC_IMPORT, "the public API"),
     ("zai", "zai-sdk"),
     ("openai", "openai"),
     ("pydantic_ai", "pydantic-ai"),
@@ -37,7 +41,12 @@ _PEER_MODULES = {
     "pydantic_ai": "pydantic_ai",
     "litellm": "litellm",
 }
-_TIMER = "import time; t = time.perf_counter(); import {m}; print(time.perf_counter() - t)"
+_TIMER = "import time; t = time.perf_counter(); {m}; print(time.perf_counter() - t)"
+
+
+def _statement(module: str) -> str:
+    """``import module``, or the statement itself when it is one (``from ... import ...``)."""
+    return module if module.startswith("from ") else f"import {module}"
 
 
 def _spawn_wall(cmd: list[str]) -> float | None:
@@ -56,7 +65,7 @@ def _spawn_wall(cmd: list[str]) -> float | None:
 
 def _import_time(python: str, module: str) -> float | None:
     done = subprocess.run(
-        pinned([python, "-c", _TIMER.format(m=module)], CLIENT_CPU),
+        pinned([python, "-c", _TIMER.format(m=_statement(module))], CLIENT_CPU),
         capture_output=True,
         text=True,
         env=child_env(),
@@ -84,8 +93,8 @@ def import_rows(cfg: Config) -> list[Row]:
     for module, label in IMPORTS:
         if module in _PEER_MODULES.values() and module not in wanted:
             continue
-        log(f"[5] import {module}")
-        python = _python_with(module)
+        log(f"[5] {_statement(module)}")
+        python = _python_with(module.split()[1] if module.startswith("from ") else module)
         if python is None:
             rows.append(Row("5", f"import:{module}", f"import {label}", {}, "not installed"))
             continue
@@ -93,7 +102,8 @@ def import_rows(cfg: Config) -> list[Row]:
         reps = min(cfg.startup_reps, 3) if module in _PEER_MODULES else cfg.startup_reps
         samples = [_import_time(python, module) for _ in range(reps)]
         note = "" if python == sys.executable else "run in the peers' environment"
-        rows.append(Row("5", f"import:{module}", f"import {label}", {"ms": _ms(samples)}, note))
+        text = module if module.startswith("from ") else f"import {label}"
+        rows.append(Row("5", f"import:{module}", text, {"ms": _ms(samples)}, note))
     return rows
 
 
@@ -119,26 +129,77 @@ def _walls(samples: list[float | None]) -> dict[str, float] | None:
 
 
 def first_answer_rows(cfg: Config) -> list[Row]:
-    """Process spawn to first answer: import, build the client, one two-round conversation."""
-    clients = [c for c in ("raw_httpx", "glmclient", "persona") if python_for(c)]
+    """Process spawn to first answer: import, build the client, one two-round conversation.
+
+    Also the first conversation alone, as the child times it: building the client and its first
+    two-round conversation, after the imports (first connection, lazy imports, first use of
+    every validator).
+    """
+    wanted = ("raw_httpx", "glmclient", "persona", *(p for p in cfg.peers if p == "zai"))
+    clients = [c for c in wanted if python_for(c)]
     walls: dict[str, list[float | None]] = {c: [] for c in clients}
+    firsts: dict[str, list[float | None]] = {c: [] for c in clients}
     errors: dict[str, list[str]] = {c: [] for c in clients}
     with Server().running() as url:
         for rep in range(cfg.startup_reps):  # interleaved, like the other scenarios
             for client in clients:
                 log(f"[5] spawn to first answer: {client}, repetition {rep + 1}")
                 result = ClientRun(client, "first_answer", 1, 0).once(str(python_for(client)), url)
-                walls[client].append(result.get("spawn_wall") if result.get("ok") else None)
-                if not result.get("ok"):
+                ok = bool(result.get("ok"))
+                walls[client].append(result.get("spawn_wall") if ok else None)
+                firsts[client].append(result.get("first") if ok else None)
+                if not ok:
                     errors[client].append(str(result.get("error")))
     rows = []
     for client in clients:
         note = f"failed: {errors[client][0]}" if errors[client] else ""
         label = f"spawn to first answer: {client}"
         rows.append(Row("5", f"first:{client}", label, {"ms": _walls(walls[client])}, note))
+    for client in clients:
+        label = f"first conversation (client built + one chat): {client}"
+        rows.append(Row("5", f"firstconv:{client}", label, {"ms": _walls(firsts[client])}))
     return rows
 
 
 def startup(cfg: Config) -> list[Row]:
     """All of scenario 5."""
     return [*import_rows(cfg), *cli_rows(cfg), *first_answer_rows(cfg)]
+
+
+def import_profile() -> str:
+    """Where the public import's time goes: ``python -X importtime``, own time per package.
+
+    One run, after the timed ones (the disk cache is warm). Own time attributed to top-level
+    packages; the library's own modules are listed one by one.
+    """
+    done = subprocess.run(
+        pinned([sys.executable, "-X", "importtime", "-c", PUBLIC_IMPORT], CLIENT_CPU),
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=run_dir(),
+        timeout=120,
+        check=False,
+    )
+    packages: dict[str, float] = {}
+    ours: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line or "self" in line:
+            continue
+        own, _, name = line.removeprefix("import time:").split("|")
+        module, ms = name.strip(), int(own) / 1000
+        top = module.split(".")[0]
+        packages[top] = packages.get(top, 0.0) + ms
+        if top == "generic_framework":
+            ours[module] = ms
+    total = sum(packages.values())
+    lines = [
+        f"### `{PUBLIC_IMPORT}`: {total:.0f} ms under `-X importtime` (own time)\n",
+        "| package | ms | share |",
+        "|---|---|---|",
+    ]
+    for name, ms in sorted(packages.items(), key=lambda i: -i[1])[:15]:
+        lines.append(f"| {name} | {ms:.1f} | {ms / total * 100:.0f}% |")
+    lines += ["", "| generic_framework module | ms |", "|---|---|"]
+    lines += [f"| {n} | {ms:.1f} |" for n, ms in sorted(ours.items(), key=lambda i: -i[1])[:10]]
+    return "\n".join(lines) + "\n"

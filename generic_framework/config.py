@@ -11,13 +11,23 @@ unset (``PERSONAS_DIR=`` means ``./personas``), as compose files and ``.env.exam
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, cast, get_args, get_origin
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_core import ErrorDetails
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from generic_framework.limits import (
     BaseURL,
@@ -66,7 +76,7 @@ def load_dotenv(path: str | Path | None = None) -> bool:
     return bool(target) and _load(target, override=False)
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """Every knob of generic_framework, read from arguments or the environment.
 
     Field names are the lower-case environment variable names (``llm_timeout`` reads
@@ -76,13 +86,7 @@ class Settings(BaseSettings):
     ``BASE_URL`` in the environment is never mistaken for the Z.AI key or endpoint.
     """
 
-    model_config = SettingsConfigDict(
-        env_file=None,
-        case_sensitive=False,
-        env_ignore_empty=True,
-        extra="ignore",
-        validate_default=True,
-    )
+    model_config = ConfigDict(extra="ignore", validate_default=True)
 
     api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "ZAI_API_KEY")
@@ -126,13 +130,16 @@ class Settings(BaseSettings):
     otel_instrumentation_genai_capture_message_content: bool = False
 
     def __init__(self, **values: Any) -> None:
-        # Not populate_by_name: with it pydantic-settings also reads the env names API_KEY and
-        # BASE_URL. The two aliased fields take their field names as arguments here instead.
+        self._validate(values, _environment(type(self), os.environ))
+
+    def _validate(self, values: dict[str, Any], environment: dict[str, Any]) -> None:
+        # Not populate_by_name: with it the field names api_key and base_url would be accepted
+        # as data too. The two aliased fields take their field names as arguments here instead.
         for field, env_name in _ENV_NAMES.items():
             if field in values:
                 values[env_name] = values.pop(field)
         try:
-            super().__init__(**values)
+            super().__init__(**{**environment, **values})  # arguments win over the environment
         except ValidationError as exc:
             raise ConfigError(_explain(exc)) from None
 
@@ -143,7 +150,9 @@ class Settings(BaseSettings):
         What library objects use when no settings are given; ``Settings()`` reads the
         environment and is for entry points (the CLI, the service, ``Runtime.from_env()``).
         """
-        return _Defaults(**values)
+        settings = cls.__new__(cls)
+        settings._validate(values, {})
+        return settings
 
     @field_validator("api_key", "bot_api_token", "database_url", mode="before")
     @classmethod
@@ -259,19 +268,42 @@ class Settings(BaseSettings):
         return self.database_url is not None
 
 
-class _Defaults(Settings):
-    """:class:`Settings` whose only source is the constructor's arguments."""
+def _environment(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
+    """The fields' values found in ``environ``, keyed as the model validates them.
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings,)
+    Names match case-insensitively; a field with aliases (``OPENAI_API_KEY``, ``ZAI_API_KEY``)
+    takes the first alias that is set, and never its field name (a generic ``API_KEY`` is not
+    ours); an empty variable counts as unset; a field of a structured type (list, dict, a
+    model...) is read as JSON. A plain pydantic model over ``os.environ`` instead of
+    pydantic-settings, whose sources load eagerly at import (docs/design/0704).
+    """
+    found = {name.lower(): value for name, value in environ.items() if value != ""}
+    values: dict[str, Any] = {}
+    for field, info in model.model_fields.items():
+        alias = info.validation_alias
+        names = alias.choices if isinstance(alias, AliasChoices) else [alias or field]
+        for name in names:
+            value = found.get(str(name).lower())
+            if value is not None:
+                values[str(name)] = _decoded(value, info.annotation)
+                break
+    return values
+
+
+def _decoded(value: str, annotation: Any) -> Any:
+    """``value`` as JSON when the field is structured (pydantic-settings' rule), else as is."""
+    kinds = [annotation, *get_args(annotation)]
+    structured = any(
+        get_origin(kind) in {list, dict, set, tuple, frozenset}
+        or (isinstance(kind, type) and issubclass(kind, BaseModel | list | dict | set | tuple))
+        for kind in kinds
+    )
+    if not structured:
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value  # the model's validation names the field and the value
 
 
 def _range(field: str) -> tuple[object, object] | None:

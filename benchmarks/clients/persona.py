@@ -1,7 +1,14 @@
-"""generic_framework's Persona with one function tool: the library as its users run it."""
+"""generic_framework's Persona with one function tool: the library as its users run it.
+
+With the option ``conversation`` every turn belongs to one stored conversation (SQLite in a
+temporary directory) and ``HISTORY_TURNS`` is 1: each turn loads the one turn before it, sends
+it along, and stores itself, which is what a chat with a ``conversation_id`` costs per turn.
+"""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from typing import Any
 
 from benchmarks import job
@@ -17,6 +24,12 @@ class PersonaDriver(Driver):
     """``persona.respond(question)``; the persona runs the tool itself."""
 
     def __init__(self, base_url: str, options: dict[str, Any]) -> None:
+        self.data_dir: str | None = None
+        self.conversation_id: str | None = None
+        if options.get("conversation"):
+            self.data_dir = tempfile.mkdtemp(prefix="bench-store-")
+            self.conversation_id = "bench-conversation"
+            options = {**options, "data_dir": self.data_dir, "history_turns": 1}
         settings = settings_for(base_url, options)
         function = job.slow_weather if options.get("slow_tool") else job.get_weather
         self.runtime = Runtime(settings)
@@ -31,14 +44,14 @@ class PersonaDriver(Driver):
         self.last_rounds: list[float] = []
 
     async def converse(self) -> str:
-        reply = await self.persona.respond(job.QUESTION)
+        reply = await self.persona.respond(job.QUESTION, conversation_id=self.conversation_id)
         self.last_rounds = [r.duration_ms / 1000 for r in reply.rounds]
         return reply.content
 
     async def converse_stream(self, first_delays: list[float]) -> tuple[str, int]:
         deltas = 0
         answer = ""
-        async for event in self.persona.stream(job.QUESTION):
+        async for event in self.persona.stream(job.QUESTION, conversation_id=self.conversation_id):
             if isinstance(event, TextDelta):
                 if deltas == 0:
                     delay = job.first_text_delay(event.text)
@@ -51,6 +64,8 @@ class PersonaDriver(Driver):
 
     async def aclose(self) -> None:
         await self.runtime.aclose()
+        if self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
 
 
 async def open_driver(base_url: str, options: dict[str, Any]) -> Driver:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 __all__ = ["ConversationLocks"]
+
+_NO_LOCK: AbstractAsyncContextManager[None] = nullcontext()
+"""What a turn without a conversation holds: nothing (no generator made per turn)."""
 
 
 class ConversationLocks:
@@ -26,12 +29,14 @@ class ConversationLocks:
     def __len__(self) -> int:
         return len(self._locks)
 
-    @asynccontextmanager
-    async def hold(self, conversation_id: str | None) -> AsyncIterator[None]:
+    def hold(self, conversation_id: str | None) -> AbstractAsyncContextManager[None]:
         """Hold the conversation's lock for the block; no lock when the id is None."""
         if conversation_id is None:
-            yield
-            return
+            return _NO_LOCK
+        return self._hold(conversation_id)
+
+    @asynccontextmanager
+    async def _hold(self, conversation_id: str) -> AsyncIterator[None]:
         lock = self._locks.setdefault(conversation_id, asyncio.Lock())
         self._users[conversation_id] = self._users.get(conversation_id, 0) + 1
         try:

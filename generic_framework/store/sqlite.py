@@ -13,9 +13,11 @@
   user_version`` records how many have run. Each runs in its own ``BEGIN IMMEDIATE``
   transaction that re-reads the version, so processes opening one file migrate it once.
 - **The upstream budget** is this process's own (:class:`~generic_framework.wire.slots.LocalSlots`).
-- **Off the event loop.** Every operation runs in a worker thread (``asyncio.to_thread``): a
-  commit waits for the disk, which can take milliseconds. One connection per store, guarded by a
-  thread lock, serves all threads.
+- **Off the event loop.** Every operation runs in a worker thread
+  (:class:`~generic_framework.offload.Offload`, which lets the loop wait up to a millisecond for
+  the usual quick statement instead of paying for a full trip through the event loop): a commit
+  waits for the disk, which can take milliseconds. One connection per store, guarded by a thread
+  lock, serves all threads.
 - **A damaged or unusable file is a** :class:`~generic_framework.wire.errors.ConfigError` naming
   the file and what to do, not a bare ``sqlite3`` traceback; the connection is dropped, so the
   next operation opens the file again once it was repaired or replaced.
@@ -23,7 +25,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 import threading
@@ -35,6 +36,7 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 
+from generic_framework.offload import Offload
 from generic_framework.store.base import (
     ConversationDump,
     HeldConversation,
@@ -172,6 +174,7 @@ class SQLiteStore:
         self.path = Path(path)
         self._db: sqlite3.Connection | None = None
         self._guard = threading.Lock()
+        self._offload = Offload()
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -180,7 +183,7 @@ class SQLiteStore:
 
     async def open(self) -> None:
         """Open the file and apply pending migrations now (otherwise done on first use)."""
-        await asyncio.to_thread(self._run, lambda db: None)
+        await self._offload.run(self._run, lambda db: None)
 
     @asynccontextmanager
     async def lock(self, conversation_id: str) -> AsyncIterator[HeldConversation]:
@@ -196,7 +199,7 @@ class SQLiteStore:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
         if turns <= 0:
             return []
-        return await asyncio.to_thread(self._run, self._load, conversation_id, turns)
+        return await self._offload.run(self._run, self._load, conversation_id, turns)
 
     async def append_turn(
         self,
@@ -211,7 +214,7 @@ class SQLiteStore:
             raise ValueError("a turn has at least one message")
         bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in messages]
         values = record_values(record)
-        return await asyncio.to_thread(
+        return await self._offload.run(
             self._run, self._append, conversation_id, persona, bodies, values
         )
 
@@ -222,11 +225,11 @@ class SQLiteStore:
 
     async def conversation_ids(self) -> list[str]:
         """Every conversation id, sorted."""
-        return await asyncio.to_thread(self._run, self._ids)
+        return await self._offload.run(self._run, self._ids)
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:
         """Everything stored for a conversation, or ``None``."""
-        return await asyncio.to_thread(self._run, self._dump, conversation_id)
+        return await self._offload.run(self._run, self._dump, conversation_id)
 
     async def restore(self, dump: ConversationDump) -> None:
         """Write a dumped conversation as it was, in one transaction.
@@ -235,21 +238,21 @@ class SQLiteStore:
             ValueError: the conversation already exists here.
         """
         check_conversation_id(dump.id)
-        await asyncio.to_thread(self._run, self._restore, dump)
+        await self._offload.run(self._run, self._restore, dump)
 
     async def schema_version(self) -> int:
         """How many of :data:`MIGRATIONS` this file has applied."""
-        return await asyncio.to_thread(
+        return await self._offload.run(
             self._run, lambda db: int(db.execute("PRAGMA user_version").fetchone()[0])
         )
 
     async def get(self, conversation_id: str) -> list[StoredMessage] | None:
         """Every stored message of a conversation, or ``None`` when it does not exist."""
-        return await asyncio.to_thread(self._run, self._get, conversation_id)
+        return await self._offload.run(self._run, self._get, conversation_id)
 
     async def delete(self, conversation_id: str) -> bool:
         """Delete a conversation; True when it existed."""
-        return await asyncio.to_thread(self._run, self._delete, conversation_id)
+        return await self._offload.run(self._run, self._delete, conversation_id)
 
     def close(self) -> None:
         """Close the connection; a later call opens a new one."""
@@ -260,7 +263,7 @@ class SQLiteStore:
 
     async def aclose(self) -> None:
         """Async spelling of :meth:`close`."""
-        await asyncio.to_thread(self.close)
+        await self._offload.run(self.close)
 
     # ------------------------------------------------------------------ worker-thread side
 

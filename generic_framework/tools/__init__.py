@@ -7,10 +7,32 @@
 - :data:`EXAMPLE_TOOLS`: ``current_time``, ``calculate`` and ``convert_units``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from generic_framework.tools.base import FunctionTool, ToolOutcome, tool
-from generic_framework.tools.examples import EXAMPLE_TOOLS, calculate, convert_units, current_time
 from generic_framework.tools.search import SEARCH_TOOL_NAME, SearchHits, make_search_tool
 from generic_framework.tools.web_search import WebSearch, WebSearchMode
+
+if TYPE_CHECKING:
+    from generic_framework.tools.examples import (
+        EXAMPLE_TOOLS,
+        calculate,
+        convert_units,
+        current_time,
+    )
+
+_EXAMPLES = frozenset({"EXAMPLE_TOOLS", "calculate", "convert_units", "current_time"})
+
+
+def __getattr__(name: str) -> Any:
+    # The example tools build their argument models when imported (about 8 ms): only for
+    # the processes that use them, not for everyone who imports ``tool`` (docs/design/0704).
+    if name in _EXAMPLES:
+        from generic_framework.tools import examples
+
+        return getattr(examples, name)
+    raise AttributeError(f"module 'generic_framework.tools' has no attribute {name!r}")
+
 
 __all__ = [
     "EXAMPLE_TOOLS",

@@ -111,16 +111,24 @@ class GLMClient:
         self._headers: dict[str, str] | None = None if http_client is None else headers
         # Several small pools instead of one big one: httpcore's bookkeeping grows with the
         # pool (docs/design/0701-connection-pool-shards.md).
+        own = None
+        if http_client is None:
+            own = transport or ShardedTransport(s.llm_max_connections, proxy=_proxy_for(s.base_url))
         self._http = http_client or httpx.AsyncClient(
-            transport=transport
-            or ShardedTransport(s.llm_max_connections, proxy=_proxy_for(s.base_url)),
+            transport=own,
             headers=headers,
             timeout=httpx.Timeout(
                 s.llm_timeout, connect=s.llm_connect_timeout, pool=s.llm_pool_timeout
             ),
         )
+        # Our own client's requests go straight to its transport (docs/design/0702).
+        self._direct = _DirectSend(self._http, own) if own is not None else None
         self._chat_url = f"{s.base_url}/chat/completions"
         self._search_url = f"{s.base_url}/web_search"
+        # Parsed once for the direct path: httpx checks a URL string character by character on
+        # every request. A borrowed client gets the strings (it may be another httpx-like
+        # library, such as httpx2, with URL types of its own).
+        self._parsed = {url: httpx.URL(url) for url in (self._chat_url, self._search_url)}
         self._policy = RetryPolicy(max_retries=s.llm_max_retries, deadline=s.llm_retry_deadline)
         self._slots = slots or LocalSlots(s.llm_max_concurrency, s.llm_queue_timeout)
         self._observer = observer if observer is not None else NO_OBSERVER
@@ -144,6 +152,8 @@ class GLMClient:
 
     async def aclose(self) -> None:
         """Close the HTTP client if this object owns it."""
+        if self._direct is not None:
+            self._direct.usable = False  # so a late request meets httpx's "client closed"
         if self._owns_http:
             await self._http.aclose()
 
@@ -281,10 +291,22 @@ class GLMClient:
         observer = self._observer
         return lambda exc: observer.upstream_retry(endpoint, type(exc).__name__)
 
+    def _request(self, url: str, body: bytes) -> httpx.Request:
+        """The POST of ``body`` to ``url``, with the client's headers and timeouts."""
+        if self._direct is not None and self._direct.usable:
+            return self._direct.request(self._parsed[url], body)
+        return self._http.build_request("POST", url, content=body, headers=self._headers)
+
+    async def _dispatch(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        """Send ``request``: straight to our own transport when possible, else via httpx."""
+        if self._direct is not None and self._direct.usable:
+            return await self._direct.send(request, stream=stream)
+        return await self._http.send(request, stream=stream)
+
     async def _send(self, url: str, body: bytes) -> httpx.Response:
         """POST once and read the whole body; failures become typed errors."""
-        request = self._http.build_request("POST", url, content=body, headers=self._headers)
-        response = await _translate(lambda: self._http.send(request), _budget(request))
+        request = self._request(url, body)
+        response = await _translate(lambda: self._dispatch(request), _budget(request))
         if response.status_code >= 400:
             raise _status_error(response.status_code, response.headers, response.content)
         return response
@@ -334,10 +356,8 @@ class GLMClient:
 
     async def _first_event(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
         """Open the stream and read up to its first event, so failures before it are retried."""
-        request = self._http.build_request(
-            "POST", self._chat_url, content=body, headers=self._headers
-        )
-        response = await _translate(lambda: self._http.send(request, stream=True), _budget(request))
+        request = self._request(self._chat_url, body)
+        response = await _translate(lambda: self._dispatch(request, stream=True), _budget(request))
         events: AsyncGenerator[str, None] | None = None
         try:
             if response.status_code >= 400:
@@ -361,6 +381,72 @@ class GLMClient:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+class _DirectSend:
+    """What ``AsyncClient.send`` does for our own client, without its per-request layers.
+
+    ``AsyncClient.send`` merges headers, cookies and parameters, parses the URL again, walks
+    the auth and redirect generators and extracts cookies through ``urllib`` wrappers: about a
+    fifth of a request's client CPU, none of which our own client needs (no auth flow, no
+    redirects followed, no parameters). This builds the request from the client's merged
+    headers and timeouts and hands it to the transport through its public interface
+    (``handle_async_request``), then does what ``send`` does after: read the body (unless
+    streaming), log the exchange on the ``httpx`` logger as httpx does, and keep cookies.
+
+    Cookies stay exact: once a response sets one, or the jar is not empty, every later request
+    goes through ``AsyncClient.send`` again (``usable`` is False). A closed client too, so it
+    raises httpx's own error.
+    """
+
+    __slots__ = ("_client", "_headers", "_timeout", "_transport", "usable")
+
+    def __init__(self, client: httpx.AsyncClient, transport: httpx.AsyncBaseTransport) -> None:
+        self._client = client
+        self._transport = transport
+        self._headers = client.headers
+        self._timeout = client.timeout.as_dict()
+        self.usable = True
+        """False once a response set a cookie or the client was closed (then
+        ``AsyncClient.send`` handles every request). The client is private to its
+        :class:`GLMClient`, so nothing else can put a cookie into its jar."""
+
+    def request(self, url: httpx.URL, body: bytes) -> httpx.Request:
+        """The request ``AsyncClient.build_request`` would make for this POST."""
+        return httpx.Request(
+            "POST", url, headers=self._headers, content=body, extensions={"timeout": self._timeout}
+        )
+
+    async def send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
+        """Send through the transport; read the body unless ``stream``."""
+        try:
+            response = await self._transport.handle_async_request(request)
+        except httpx.RequestError as exc:
+            exc.request = request  # as httpx's request_context does
+            raise
+        response.request = request
+        if "set-cookie" in response.headers:
+            self._client.cookies.extract_cookies(response)
+            self.usable = False
+        if _httpx_logger.isEnabledFor(logging.INFO):
+            _httpx_logger.info(
+                'HTTP Request: %s %s "%s %d %s"',
+                request.method,
+                request.url,
+                response.http_version,
+                response.status_code,
+                response.reason_phrase,
+            )
+        if not stream:
+            try:
+                await response.aread()
+            except BaseException:
+                await response.aclose()
+                raise
+        return response
+
+
+_httpx_logger = logging.getLogger("httpx")
 
 
 async def _translate(call: Callable[[], Awaitable[_T]], budget: float | None = None) -> _T:

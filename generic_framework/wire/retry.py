@@ -26,12 +26,12 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
-
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-from tenacity.stop import stop_base
+from typing import TYPE_CHECKING, TypeVar
 
 from generic_framework.wire.errors import GLMError
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 __all__ = [
     "MAX_RETRY_AFTER",
@@ -113,8 +113,13 @@ def _cap(seconds: float) -> float:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
-class _stop_after_deadline(stop_base):
-    """Stop when the next wait would end past the deadline, counted from ``started``."""
+class _stop_after_deadline:
+    """Stop when the next wait would end past the deadline, counted from ``started``.
+
+    A plain callable (tenacity accepts one for ``stop``), so that tenacity itself is imported
+    only when a first attempt failed: most processes never retry, and the import costs about
+    8 ms of start-up (docs/design/0704).
+    """
 
     def __init__(self, deadline: float, started: float) -> None:
         self.deadline = deadline
@@ -185,10 +190,13 @@ class RetryPolicy:
                 raise failed.pop()
             return await fn()
 
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+        attempts, deadline = stop_after_attempt(self.max_retries + 1), self.deadline
+        past_deadline = _stop_after_deadline(deadline, started)
         retrying = AsyncRetrying(
             retry=retry_if_exception(is_retryable),
-            stop=stop_after_attempt(self.max_retries + 1)
-            | _stop_after_deadline(self.deadline, started),
+            stop=lambda state: attempts(state) or past_deadline(state),
             wait=self.wait_for,
             sleep=_sleep_hook,
             before_sleep=_log_retry if on_retry is None else _reported(on_retry),
