@@ -1,6 +1,8 @@
 """The wire layer: everything that speaks Z.AI's HTTP protocol and nothing above it.
 
-- :mod:`~generic_framework.wire.client`: :class:`GLMClient`, the only place that does HTTP.
+- :mod:`~generic_framework.wire.client`: :class:`GLMClient`, the only place that does HTTP;
+  :mod:`~generic_framework.wire.direct` (its shortcut to the transport) and
+  :mod:`~generic_framework.wire.responses` (bodies into wire models, statuses into errors).
 - :mod:`~generic_framework.wire.messages`: pydantic wire types (requests, completions, chunks).
 - :mod:`~generic_framework.wire.sse`: the incremental SSE decoder and the stream assembler.
 - :mod:`~generic_framework.wire.retry`: the tenacity policy (what retries, for how long).

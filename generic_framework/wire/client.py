@@ -21,19 +21,16 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from generic_framework.config import Settings
+from generic_framework.wire.direct import DirectSend
 from generic_framework.wire.errors import (
     APIConnectionError,
-    APIStatusError,
     APITimeoutError,
-    ContentFilterError,
     GLMError,
     RateLimitError,
     ResponseValidationError,
-    ServerError,
-    error_for,
     redact,
     register_secret,
 )
@@ -45,7 +42,8 @@ from generic_framework.wire.messages import (
     WebSearchResponse,
 )
 from generic_framework.wire.pool import ShardedTransport
-from generic_framework.wire.retry import RetryPolicy, parse_retry_after
+from generic_framework.wire.responses import check_finish, is_document, parse_model, status_error
+from generic_framework.wire.retry import RetryPolicy
 from generic_framework.wire.slots import LocalSlots, SlotLease, UpstreamSlots
 from generic_framework.wire.sse import (
     DONE,
@@ -122,7 +120,7 @@ class GLMClient:
             ),
         )
         # Our own client's requests go straight to its transport (docs/design/0702).
-        self._direct = _DirectSend(self._http, own) if own is not None else None
+        self._direct = DirectSend(self._http, own) if own is not None else None
         self._chat_url = f"{s.base_url}/chat/completions"
         self._search_url = f"{s.base_url}/web_search"
         # Parsed once for the direct path: httpx checks a URL string character by character on
@@ -184,7 +182,7 @@ class GLMClient:
 
         async def attempt() -> ChatCompletion:
             completion = await self._exchange("chat", self._chat_url, body, ChatCompletion, paused)
-            _check_finish(completion.finish_reason, completion.id)
+            check_finish(completion.finish_reason, completion.id)
             return completion
 
         return await self._policy.call(attempt, on_retry=self._retried("chat"))
@@ -214,7 +212,7 @@ class GLMClient:
             if not assembler.finished:
                 raise APIConnectionError("the stream ended before its final chunk")
             completion = assembler.completion()
-            _check_finish(completion.finish_reason, completion.id)
+            check_finish(completion.finish_reason, completion.id)
             yield StreamCompleted(completion=completion)
         finally:
             try:
@@ -274,7 +272,7 @@ class GLMClient:
             await self._give(lease)
         seconds = perf_counter() - started
         try:
-            result = _parse_model(response, model)
+            result = parse_model(response, model)
         except GLMError as exc:
             self._failed(endpoint, exc, seconds)
             raise
@@ -308,7 +306,7 @@ class GLMClient:
         request = self._request(url, body)
         response = await _translate(lambda: self._dispatch(request), _budget(request))
         if response.status_code >= 400:
-            raise _status_error(response.status_code, response.headers, response.content)
+            raise status_error(response.status_code, response.headers, response.content)
         return response
 
     async def _take(self, paused: list[bool]) -> SlotLease:
@@ -362,10 +360,10 @@ class GLMClient:
         try:
             if response.status_code >= 400:
                 raw = await _translate(response.aread, read_timeout(response))
-                raise _status_error(response.status_code, response.headers, raw)
-            if _is_document(response):
+                raise status_error(response.status_code, response.headers, raw)
+            if is_document(response):
                 await _translate(response.aread, read_timeout(response))
-                events = replay(_parse_model(response, ChatCompletion))
+                events = replay(parse_model(response, ChatCompletion))
             else:
                 events = event_data(response)
             first = await _translate(events.__anext__)
@@ -381,72 +379,6 @@ class GLMClient:
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-class _DirectSend:
-    """What ``AsyncClient.send`` does for our own client, without its per-request layers.
-
-    ``AsyncClient.send`` merges headers, cookies and parameters, parses the URL again, walks
-    the auth and redirect generators and extracts cookies through ``urllib`` wrappers: about a
-    fifth of a request's client CPU, none of which our own client needs (no auth flow, no
-    redirects followed, no parameters). This builds the request from the client's merged
-    headers and timeouts and hands it to the transport through its public interface
-    (``handle_async_request``), then does what ``send`` does after: read the body (unless
-    streaming), log the exchange on the ``httpx`` logger as httpx does, and keep cookies.
-
-    Cookies stay exact: once a response sets one, or the jar is not empty, every later request
-    goes through ``AsyncClient.send`` again (``usable`` is False). A closed client too, so it
-    raises httpx's own error.
-    """
-
-    __slots__ = ("_client", "_headers", "_timeout", "_transport", "usable")
-
-    def __init__(self, client: httpx.AsyncClient, transport: httpx.AsyncBaseTransport) -> None:
-        self._client = client
-        self._transport = transport
-        self._headers = client.headers
-        self._timeout = client.timeout.as_dict()
-        self.usable = True
-        """False once a response set a cookie or the client was closed (then
-        ``AsyncClient.send`` handles every request). The client is private to its
-        :class:`GLMClient`, so nothing else can put a cookie into its jar."""
-
-    def request(self, url: httpx.URL, body: bytes) -> httpx.Request:
-        """The request ``AsyncClient.build_request`` would make for this POST."""
-        return httpx.Request(
-            "POST", url, headers=self._headers, content=body, extensions={"timeout": self._timeout}
-        )
-
-    async def send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
-        """Send through the transport; read the body unless ``stream``."""
-        try:
-            response = await self._transport.handle_async_request(request)
-        except httpx.RequestError as exc:
-            exc.request = request  # as httpx's request_context does
-            raise
-        response.request = request
-        if "set-cookie" in response.headers:
-            self._client.cookies.extract_cookies(response)
-            self.usable = False
-        if _httpx_logger.isEnabledFor(logging.INFO):
-            _httpx_logger.info(
-                'HTTP Request: %s %s "%s %d %s"',
-                request.method,
-                request.url,
-                response.http_version,
-                response.status_code,
-                response.reason_phrase,
-            )
-        if not stream:
-            try:
-                await response.aread()
-            except BaseException:
-                await response.aclose()
-                raise
-        return response
-
-
-_httpx_logger = logging.getLogger("httpx")
 
 
 async def _translate(call: Callable[[], Awaitable[_T]], budget: float | None = None) -> _T:
@@ -490,12 +422,6 @@ def _budget(request: httpx.Request) -> float | None:
     return total
 
 
-def _is_document(response: httpx.Response) -> bool:
-    """True when a stream request was answered with a JSON or HTML document instead of SSE."""
-    kind = response.headers.get("content-type", "").lower()
-    return kind.startswith(("application/json", "text/html")) or "+json" in kind
-
-
 async def _prepend(first: str, rest: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
     try:
         yield first
@@ -508,137 +434,6 @@ async def _prepend(first: str, rest: AsyncGenerator[str, None]) -> AsyncGenerato
             yield data
     finally:
         await rest.aclose()
-
-
-def _check_finish(finish_reason: str | None, request_id: str | None) -> None:
-    if finish_reason == "sensitive":
-        raise ContentFilterError(
-            "the answer was blocked by content moderation", request_id=request_id
-        )
-    if finish_reason == "network_error":
-        raise ServerError(
-            "Z.AI reported an inference failure (network_error)", request_id=request_id
-        )
-
-
-def _parse_model(response: httpx.Response, model: type[_M]) -> _M:
-    """Validate a 200 body; unwrap the ``{code, msg, success, data}`` envelope if present.
-
-    The fast path validates the bytes directly. Every field of the models has a default, so an
-    error object, an envelope or ``{}`` also validate; those fall to the slow path, which
-    raises the error they carry, unwraps ``data``, or reports the body as invalid.
-    """
-    raw = response.content
-    try:
-        result: _M | None = model.model_validate_json(raw)
-    except ValidationError:
-        result = None
-    if result is not None and not _wrapped(result) and _complete(result):
-        return result
-    try:
-        payload = json.loads(raw)
-    except ValueError as exc:
-        raise _invalid(response, raw, "the response body is not JSON") from exc
-    if isinstance(payload, dict):
-        if payload.get("error"):
-            raise _status_error(response.status_code, response.headers, raw)
-        if _is_envelope(payload):
-            if payload.get("success") is not True:
-                raise _envelope_error(payload, response.status_code, response.headers)
-            payload = payload.get("data")
-    try:
-        result = model.model_validate(payload)
-    except ValidationError as exc:
-        raise _invalid(response, raw, f"the response is not a valid {model.__name__}") from exc
-    if not _complete(result):
-        raise _invalid(response, raw, f"the response is not a complete {model.__name__}")
-    return result
-
-
-def _wrapped(result: BaseModel) -> bool:
-    extra = result.__pydantic_extra__
-    return extra is not None and ("error" in extra or "success" in extra)
-
-
-def _complete(result: BaseModel) -> bool:
-    if isinstance(result, ChatCompletion):
-        return bool(result.choices)
-    if isinstance(result, WebSearchResponse):
-        return "search_result" in result.model_fields_set
-    return True
-
-
-def _is_envelope(payload: dict[str, Any]) -> bool:
-    return "success" in payload and ("msg" in payload or "data" in payload or "code" in payload)
-
-
-def _invalid(response: httpx.Response, raw: bytes, message: str) -> ResponseValidationError:
-    return ResponseValidationError(
-        message,
-        body=raw.decode("utf-8", errors="replace"),
-        status_code=response.status_code,
-        request_id=response.headers.get("x-request-id"),
-    )
-
-
-def _status_error(status: int, headers: httpx.Headers, raw: bytes) -> APIStatusError:
-    """Build the typed error for an HTTP error response (Z.AI body, envelope, or anything)."""
-    try:
-        payload = json.loads(raw) if raw.strip() else None
-    except ValueError:
-        payload = None
-    code = None
-    if isinstance(payload, dict):
-        err = payload.get("error")
-        if isinstance(err, dict):
-            code, message = _code(err.get("code")), str(err.get("message") or f"HTTP {status}")
-        elif isinstance(err, str) and err:
-            message = err
-        elif _is_envelope(payload) or "msg" in payload:
-            return _envelope_error(payload, status, headers)
-        else:
-            message = _excerpt(status, raw)
-    else:
-        message = _excerpt(status, raw)
-    return error_for(
-        status,
-        code,
-        message,
-        request_id=headers.get("x-request-id"),
-        retry_after=parse_retry_after(headers),
-    )
-
-
-def _envelope_error(payload: dict[str, Any], status: int, headers: httpx.Headers) -> APIStatusError:
-    """The error of a failed ``{code, msg, success}`` envelope, carrying its ``msg``.
-
-    A three-digit ``code`` is an HTTP status in disguise; anything else is a business code.
-    """
-    code = _code(payload.get("code"))
-    if code is not None and len(code) == 3 and code.isdigit() and int(code) >= 400:
-        status, code = int(code), None
-    message = str(payload.get("msg") or payload.get("message") or "the gateway reported a failure")
-    return error_for(
-        status,
-        code,
-        message,
-        request_id=headers.get("x-request-id"),
-        retry_after=parse_retry_after(headers),
-    )
-
-
-def _excerpt(status: int, raw: bytes) -> str:
-    """A short, redacted view of a body that is not Z.AI's error JSON (redacted before cut)."""
-    text = raw.decode("utf-8", errors="replace").strip()
-    if not text:
-        return f"HTTP {status} with an empty body"
-    if "<html" in text[:500].lower():
-        return f"HTTP {status} with an HTML page (a proxy or gateway error?)"
-    return f"HTTP {status}: {redact(text, limit=300)}"
-
-
-def _code(value: object) -> str | None:
-    return None if value is None or value == "" else str(value)
 
 
 def _api_engine(chat_engine: str) -> str:
