@@ -19,6 +19,7 @@ from pathlib import Path
 from generic_framework.store.base import (
     ConversationDump,
     ConversationStore,
+    ConversationSummary,
     HeldConversation,
     SourceRecord,
     StoredMessage,
@@ -32,6 +33,7 @@ from generic_framework.store.sqlite import SQLiteStore
 __all__ = [
     "ConversationDump",
     "ConversationStore",
+    "ConversationSummary",
     "HeldConversation",
     "SQLiteStore",
     "SourceRecord",

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from generic_framework.limits import check_conversation_id
@@ -20,15 +21,21 @@ from generic_framework.wire.messages import Message
 from generic_framework.wire.slots import UpstreamSlots
 
 __all__ = [
+    "LIST_LIMIT_MAX",
+    "TITLE_CHARS",
     "ConversationDump",
     "ConversationStore",
+    "ConversationSummary",
     "HeldConversation",
     "SourceRecord",
     "StoredMessage",
     "StoredTurn",
     "TurnRecord",
     "check_conversation_id",
+    "check_limit",
     "checksum",
+    "split_cursor",
+    "title_of",
 ]
 
 
@@ -151,6 +158,73 @@ def checksum(dump: ConversationDump) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+TITLE_CHARS = 80
+"""A listed conversation's title: at most this many characters of its first input, then ``…``."""
+LIST_LIMIT_MAX = 100
+"""The most conversations one :meth:`ConversationStore.list_conversations` call returns."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """One conversation as a list shows it.
+
+    Attributes:
+        id: the conversation id.
+        persona: the persona of its latest turn.
+        title: its first turn's input as typed (``//`` kept), cut to :data:`TITLE_CHARS`
+            characters plus ``…``; the stored user message for a turn stored without a record.
+        created_at, updated_at: ISO 8601, UTC, milliseconds (``updated_at``: the latest turn).
+        turns: how many turns it has.
+        cursor: pass it as ``before`` to list the conversations after this one.
+    """
+
+    id: str
+    persona: str
+    title: str
+    created_at: str
+    updated_at: str
+    turns: int
+    cursor: str
+
+
+def title_of(text: str) -> str:
+    """A title from a conversation's first input: at most :data:`TITLE_CHARS` characters."""
+    return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS] + "\u2026"
+
+
+def split_cursor(cursor: str) -> tuple[str, str]:
+    """The (``updated_at`` as stored, id) of a :attr:`ConversationSummary.cursor`.
+
+    Raises:
+        ValueError: not a cursor this store handed out.
+    """
+    stamp, _, conversation_id = cursor.partition("|")
+    try:
+        return _stamp(stamp), check_conversation_id(conversation_id)
+    except ValueError:
+        raise ValueError(
+            f"{cursor[:60]!r} is not a conversation list cursor (pass one returned as is)"
+        ) from None
+
+
+def _stamp(text: str) -> str:
+    """``text`` if it is an ISO 8601 time with a UTC offset (how stores write times)."""
+    if datetime.fromisoformat(text).utcoffset() is None:
+        raise ValueError("no offset")
+    return text
+
+
+def check_limit(limit: int) -> int:
+    """``limit`` if it is a valid :meth:`ConversationStore.list_conversations` limit.
+
+    Raises:
+        ValueError: not between 1 and :data:`LIST_LIMIT_MAX`.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIST_LIMIT_MAX:
+        raise ValueError(f"limit must be an integer from 1 to {LIST_LIMIT_MAX}")
+    return limit
+
+
 class HeldConversation(Protocol):
     """A conversation whose lock is held (see :meth:`ConversationStore.lock`)."""
 
@@ -205,6 +279,21 @@ class ConversationStore(Protocol):
 
     async def conversation_ids(self) -> list[str]:
         """Every conversation id, sorted."""
+        ...
+
+    async def list_conversations(
+        self, *, limit: int = 20, before: str | None = None
+    ) -> list[ConversationSummary]:
+        """Conversations, most recently updated first (ties by id, descending).
+
+        Args:
+            limit: at most this many (1 to :data:`LIST_LIMIT_MAX`).
+            before: a :attr:`ConversationSummary.cursor`: only the conversations listed after
+                that one.
+
+        Raises:
+            ValueError: ``limit`` is out of range or ``before`` is not a cursor.
+        """
         ...
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:
