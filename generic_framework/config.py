@@ -125,6 +125,7 @@ class Settings(BaseModel):
     bot_max_message_chars: int = Field(default=16000, ge=1)
     bot_cors_origins: str = ""
     bot_metrics_public: bool = False
+    bot_default_persona: str = ""
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     otel_instrumentation_genai_capture_message_content: bool = False

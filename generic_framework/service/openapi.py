@@ -1,6 +1,6 @@
 """``/openapi.json``: an OpenAPI 3.1 document generated from the pydantic models of the service.
 
-Paths are written here by hand (the service has seven); every schema comes from
+Paths are written here by hand (the service has nine); every schema comes from
 :mod:`generic_framework.service.schemas` through ``model_json_schema``, so the document cannot
 drift from what the endpoints validate and return.
 """
@@ -15,9 +15,11 @@ from pydantic import BaseModel
 from generic_framework import __version__
 from generic_framework.service.schemas import (
     CONVERSATION_ID_PATTERN,
+    BotInfoOut,
     ChatCompletionChunkOut,
     ChatCompletionOut,
     ChatCompletionRequest,
+    ConversationListOut,
     ConversationOut,
     ErrorOut,
     HealthOut,
@@ -26,6 +28,7 @@ from generic_framework.service.schemas import (
     TurnOut,
     TurnRequest,
 )
+from generic_framework.store.base import LIST_LIMIT_MAX
 
 __all__ = ["openapi_document"]
 
@@ -36,6 +39,8 @@ _RESPONSES: tuple[type[BaseModel], ...] = (
     ChatCompletionChunkOut,
     TurnOut,
     ConversationOut,
+    ConversationListOut,
+    BotInfoOut,
     ModelListOut,
     HealthOut,
     ReadyOut,
@@ -111,6 +116,13 @@ def _paths() -> dict[str, Any]:
         "/v1/models": {
             "get": _op("The personas, as models", {"200": _ok(ModelListOut), **_errors(401)})
         },
+        "/v1/bot": {
+            "get": _op(
+                "What the web page shows first: offline or not, the default persona, the "
+                "recorded questions",
+                {"200": _ok(BotInfoOut), **_errors(401)},
+            )
+        },
         "/v1/chat/completions": {
             "post": _op(
                 "OpenAI-compatible chat completion; `model` is a persona name",
@@ -135,7 +147,29 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
         "required": True,
         "schema": {"type": "string", "pattern": CONVERSATION_ID_PATTERN},
     }
+    page = [
+        {
+            "name": "limit",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "integer", "minimum": 1, "maximum": LIST_LIMIT_MAX, "default": 20},
+        },
+        {
+            "name": "before",
+            "in": "query",
+            "required": False,
+            "description": "the next_before of the previous page",
+            "schema": {"type": "string"},
+        },
+    ]
     return {
+        "/v1/conversations": {
+            "get": _op(
+                "Stored conversations, most recently updated first, a page at a time",
+                {"200": _ok(ConversationListOut), **_errors(400, 401)},
+                parameters=page,
+            )
+        },
         "/v1/conversations/{conversation_id}/messages": {
             "post": _op(
                 "One turn of a server-held conversation",
@@ -152,7 +186,8 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
         },
         "/v1/conversations/{conversation_id}": {
             "get": _op(
-                "The stored messages of a conversation",
+                "A stored conversation: its persona, messages and turns (input as typed, "
+                "answer, sources)",
                 {"200": _ok(ConversationOut), **_errors(400, 401, 404)},
                 parameters=[conversation_id],
             ),
