@@ -24,13 +24,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 DESKTOP = (1280, 800)
 PHONE = (375, 740)
-DONE = ".msg.assistant[data-state='done']"
 
 __all__ = [
     "CHROMEDRIVER",
     "CHROMIUM",
     "DESKTOP",
-    "DONE",
     "PHONE",
     "By",
     "Keys",

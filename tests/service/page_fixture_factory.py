@@ -14,9 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mock"))
 
-from fixture_parts import Conversation, completion, fixture, source  # noqa: E402
+from fixture_parts import Conversation, completion, fixture, source
 
-from generic_framework.mock.fixture import Fixture  # noqa: E402
+from generic_framework.mock.fixture import Fixture
 
 TARGET = Path(__file__).resolve().parent / "page_fixtures"
 

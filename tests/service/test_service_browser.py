@@ -28,7 +28,6 @@ from page_driver import (  # noqa: E402
     CHROMEDRIVER,
     CHROMIUM,
     DESKTOP,
-    DONE,
     PHONE,
     By,
     Keys,
@@ -41,7 +40,6 @@ from page_fixture_factory import (  # noqa: E402
     MARKDOWN_QUESTION,
     SLOW_QUESTION,
 )
-
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 
 from generic_framework.mock import bundled_fixtures_dir  # noqa: E402
