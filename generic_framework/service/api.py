@@ -107,6 +107,11 @@ async def post_message(request: Request) -> Response:
 
 
 def _limit(request: Request, default: int = 20) -> int:
+    unknown = sorted(set(request.query_params) - {"limit", "before"})
+    if unknown:
+        raise ServiceError(
+            400, f"unknown query parameter {unknown[0]!r} (known: limit, before)", param=unknown[0]
+        )
     raw = request.query_params.get("limit")
     if raw is None:
         return default

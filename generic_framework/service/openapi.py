@@ -28,7 +28,7 @@ from generic_framework.service.schemas import (
     TurnOut,
     TurnRequest,
 )
-from generic_framework.store.base import LIST_LIMIT_MAX
+from generic_framework.store.base import CURSOR_PATTERN, LIST_LIMIT_MAX
 
 __all__ = ["openapi_document"]
 
@@ -140,6 +140,24 @@ def _paths() -> dict[str, Any]:
     }
 
 
+_PAGE = [
+    {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": LIST_LIMIT_MAX, "default": 20},
+    },
+    {
+        "name": "before",
+        "in": "query",
+        "required": False,
+        "description": "the next_before of the previous page",
+        "schema": {"type": "string", "pattern": CURSOR_PATTERN},
+    },
+]
+"""The query parameters of ``GET /v1/conversations``."""
+
+
 def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
     conversation_id = {
         "name": "conversation_id",
@@ -147,27 +165,12 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
         "required": True,
         "schema": {"type": "string", "pattern": CONVERSATION_ID_PATTERN},
     }
-    page = [
-        {
-            "name": "limit",
-            "in": "query",
-            "required": False,
-            "schema": {"type": "integer", "minimum": 1, "maximum": LIST_LIMIT_MAX, "default": 20},
-        },
-        {
-            "name": "before",
-            "in": "query",
-            "required": False,
-            "description": "the next_before of the previous page",
-            "schema": {"type": "string"},
-        },
-    ]
     return {
         "/v1/conversations": {
             "get": _op(
                 "Stored conversations, most recently updated first, a page at a time",
                 {"200": _ok(ConversationListOut), **_errors(400, 401)},
-                parameters=page,
+                parameters=_PAGE,
             )
         },
         "/v1/conversations/{conversation_id}/messages": {

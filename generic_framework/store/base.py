@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from generic_framework.limits import check_conversation_id
@@ -21,6 +22,7 @@ from generic_framework.wire.messages import Message
 from generic_framework.wire.slots import UpstreamSlots
 
 __all__ = [
+    "CURSOR_PATTERN",
     "LIST_LIMIT_MAX",
     "TITLE_CHARS",
     "ConversationDump",
@@ -34,6 +36,7 @@ __all__ = [
     "check_conversation_id",
     "check_limit",
     "checksum",
+    "cursor_of",
     "split_cursor",
     "title_of",
 ]
@@ -192,26 +195,30 @@ def title_of(text: str) -> str:
     return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS] + "\u2026"
 
 
-def split_cursor(cursor: str) -> tuple[str, str]:
-    """The (``updated_at`` as stored, id) of a :attr:`ConversationSummary.cursor`.
+CURSOR_PATTERN = r"^[0-9]{1,17}~[A-Za-z0-9_-]{1,128}$"
+"""A :attr:`ConversationSummary.cursor`: ``updated_at`` in microseconds since 1970, ``~``, the
+id. Every string of this form is a valid cursor."""
+_CURSOR = re.compile(CURSOR_PATTERN)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def cursor_of(updated_at: datetime, conversation_id: str) -> str:
+    """The cursor of a listed conversation (``updated_at`` exactly as stored)."""
+    return f"{(updated_at - _EPOCH) // timedelta(microseconds=1)}~{conversation_id}"
+
+
+def split_cursor(cursor: str) -> tuple[datetime, str]:
+    """The (``updated_at``, id) of a :attr:`ConversationSummary.cursor`.
 
     Raises:
-        ValueError: not a cursor this store handed out.
+        ValueError: not of the form :data:`CURSOR_PATTERN`.
     """
-    stamp, _, conversation_id = cursor.partition("|")
-    try:
-        return _stamp(stamp), check_conversation_id(conversation_id)
-    except ValueError:
+    if not isinstance(cursor, str) or not _CURSOR.fullmatch(cursor):
         raise ValueError(
-            f"{cursor[:60]!r} is not a conversation list cursor (pass one returned as is)"
-        ) from None
-
-
-def _stamp(text: str) -> str:
-    """``text`` if it is an ISO 8601 time with a UTC offset (how stores write times)."""
-    if datetime.fromisoformat(text).utcoffset() is None:
-        raise ValueError("no offset")
-    return text
+            f"{str(cursor)[:60]!r} is not a conversation list cursor (pass one returned as is)"
+        )
+    micros, _, conversation_id = cursor.partition("~")
+    return _EPOCH + timedelta(microseconds=int(micros)), conversation_id
 
 
 def check_limit(limit: int) -> int:

@@ -41,6 +41,7 @@ from generic_framework.store.base import (
     TurnRecord,
     check_conversation_id,
     check_limit,
+    cursor_of,
     split_cursor,
     title_of,
 )
@@ -347,10 +348,7 @@ class PostgresStore:
     ) -> list[ConversationSummary]:
         """Conversations, most recently updated first; ``before`` a returned cursor."""
         check_limit(limit)
-        after = None
-        if before is not None:
-            stamp, cid = split_cursor(before)
-            after = (_time(stamp), cid)
+        after = split_cursor(before) if before is not None else None
         async with self._connection() as conn:
             return await _list(conn, limit, after)
 
@@ -422,7 +420,7 @@ async def _list(
                 updated_at=_iso(updated),
                 turns=turns,
                 # Microseconds: the next page must start exactly after this row.
-                cursor=f"{updated.astimezone(UTC).isoformat()}|{cid}",
+                cursor=cursor_of(updated, cid),
             )
         )
     return summaries

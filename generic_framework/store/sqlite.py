@@ -47,6 +47,7 @@ from generic_framework.store.base import (
     TurnRecord,
     check_conversation_id,
     check_limit,
+    cursor_of,
     split_cursor,
     title_of,
 )
@@ -247,7 +248,12 @@ class SQLiteStore:
     ) -> list[ConversationSummary]:
         """Conversations, most recently updated first; ``before`` a returned cursor."""
         check_limit(limit)
-        after = split_cursor(before) if before is not None else None
+        after = None
+        if before is not None:
+            stamp, cid = split_cursor(before)
+            # As stored: milliseconds (a cursor with finer time still sorts correctly as text).
+            exact = "milliseconds" if stamp.microsecond % 1000 == 0 else "microseconds"
+            after = (stamp.isoformat(timespec=exact), cid)
         return await self._offload.run(self._run, _list, limit, after)
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:
@@ -501,7 +507,7 @@ def _list(
             created_at=created,
             updated_at=updated,
             turns=turns,
-            cursor=f"{updated}|{cid}",
+            cursor=cursor_of(datetime.fromisoformat(updated), cid),
         )
         for cid, created, updated, turns, persona, first in rows
     ]

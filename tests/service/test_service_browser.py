@@ -189,6 +189,36 @@ def test_sidebar_switches_conversations_and_markdown_renders(
     assert "Ottawa" in shown_second
 
 
+def test_search_toggle_tool_progress_and_delete(desktop: Any, bot: Process) -> None:
+    page = Page(desktop, bot.url, TOKEN).open()
+    page.persona.select_by_value("scout")
+    # Every text the progress line shows, however briefly.
+    desktop.execute_script(
+        "window.__progress = [];"
+        "new MutationObserver(() => document.querySelectorAll('.progress').forEach(p => {"
+        "  if (p.textContent) window.__progress.push(p.textContent); }))"
+        ".observe(document.getElementById('log'),"
+        " {subtree: true, childList: true, characterData: true});"
+    )
+    page.find("#search").click()  # the toggle turns a plain question into a `//` one
+    page.ask("what is 17% of 2,340?")
+    answered = page.wait_answers(1).text
+    progress = desktop.execute_script("return window.__progress")
+    asked = page.find(".msg.user").text
+    cid = page.conversation_id()
+
+    page.find(f"#conversations [data-id='{cid}'] + .delete").click()
+    desktop.switch_to.alert.accept()
+    page.wait.until(lambda d: not page.all(f"#conversations [data-id='{cid}']"))
+
+    assert asked == "// what is 17% of 2,340?"
+    assert "397.8" in answered
+    assert "Searching the web…" in progress
+    assert any(p.startswith("calculate done") for p in progress)
+    assert api(bot, f"/v1/conversations/{cid}").status_code == 404
+    assert page.all(".msg") == [] and page.conversation_id() != cid  # a new chat
+
+
 def test_stop_cancels_the_turn_and_the_page_is_idle_again(desktop: Any, bot: Process) -> None:
     page = Page(desktop, bot.url, TOKEN).open()
     page.persona.select_by_value("scout")
@@ -202,7 +232,7 @@ def test_stop_cancels_the_turn_and_the_page_is_idle_again(desktop: Any, bot: Pro
     stopped = page.wait_answers(1, "stopped")
     page.wait.until(lambda d: page.idle())
     assert not page.find("#stop").is_displayed()
-    assert "not kept" in stopped.text
+    assert "Stopped." in stopped.text and "lighthouse" in stopped.text  # the partial text stays
 
     # The service cancelled the turn: nothing stored, and the conversation answers again.
     deadline = time.monotonic() + 10

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import pytest
 
 from generic_framework.store import ConversationDump, ConversationStore, StoredTurn, TurnRecord
-from generic_framework.store.base import TITLE_CHARS
+from generic_framework.store.base import TITLE_CHARS, split_cursor
 from generic_framework.wire.messages import AssistantMessage, Message, UserMessage
 
 
@@ -88,7 +89,21 @@ async def test_a_bad_limit_is_refused(store: ConversationStore, limit: int) -> N
         await store.list_conversations(limit=limit)
 
 
-@pytest.mark.parametrize("cursor", ["", "x", "2026-01-02|", "notatime|abc", "2026-01-02T00:00|a/b"])
+async def test_a_cursor_is_microseconds_and_the_id(store: ConversationStore) -> None:
+    stamp = "2026-01-02T03:04:05.678+00:00"
+    stored = StoredTurn(1, "scout", stamp, TurnRecord(input="hi"), tuple(turn("hi")))
+    await store.restore(ConversationDump("c-1", stamp, stamp, (stored,)))
+    (listed,) = await store.list_conversations()
+    assert listed.cursor == "1767323045678000~c-1"
+    assert split_cursor(listed.cursor) == (datetime(2026, 1, 2, 3, 4, 5, 678000, UTC), "c-1")
+    assert await store.list_conversations(before=listed.cursor) == []
+    assert [c.id for c in await store.list_conversations(before="1767323045678001~a")] == ["c-1"]
+
+
+BAD_CURSORS = ["", "x", "12~", "~abc", "-5~abc", "1.5~abc", "12~a/b", "1" * 18 + "~a"]
+
+
+@pytest.mark.parametrize("cursor", BAD_CURSORS)
 async def test_a_bad_cursor_is_refused(store: ConversationStore, cursor: str) -> None:
     with pytest.raises(ValueError, match="not a conversation list cursor"):
         await store.list_conversations(before=cursor)

@@ -296,6 +296,7 @@ class Answer {
       this.pending = false;
       if (this.div.dataset.state !== "running") return;
       this.text.replaceChildren(renderMarkdown(this.raw));
+      linkMarkers(this.text, new Map()); // a raw [ref_N] reads [N] until the sources arrive
       scrollToEnd(this.div);
     });
   }
@@ -361,7 +362,7 @@ class Answer {
     this.progressLine.textContent = "";
     const note = document.createElement("p");
     note.className = "note";
-    note.textContent = "Stopped. This turn was not kept.";
+    note.textContent = "Stopped.";
     this.div.append(note);
   }
 }
