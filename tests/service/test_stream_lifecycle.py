@@ -154,15 +154,16 @@ class Stream:
         self.reader = reader
         self.writer = writer
         self.seen = b""
+        self._read = 0  # how far earlier calls of read_until looked
 
     async def read_until(self, wanted: bytes, seconds: float = 10.0) -> None:
-        """Read until ``wanted`` arrives (after what was seen before this call)."""
-        start = len(self.seen)
+        """Read until ``wanted`` arrives after what earlier calls found."""
         async with asyncio.timeout(seconds):
-            while wanted not in self.seen[start:]:
+            while (found := self.seen.find(wanted, self._read)) < 0:
                 data = await self.reader.read(4096)
                 assert data, f"the stream ended before {wanted!r}: {self.seen!r}"
                 self.seen += data
+        self._read = found + len(wanted)
 
     async def close(self) -> None:
         self.writer.close()
