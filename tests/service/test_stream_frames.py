@@ -8,6 +8,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from service_fakes import FOOTER, WEATHER, FakePersona, chunks, make_reply
 
@@ -191,3 +192,17 @@ def test_an_empty_title_falls_back_to_the_site_then_the_host() -> None:
         "2. [b.example](https://b.example/)",
         "3. source 3",
     ]
+
+
+async def test_the_official_client_reads_through_keep_alives(client_for: Client) -> None:
+    events = [TextDelta("Light rain "), ToolFinished("slow", True, 1.0), TextDelta("and 9 [1].")]
+    persona = PacedPersona(events, pause=0.25)
+    async with client_for({"scout": persona}, bot_stream_keepalive=0.05) as http:
+        client = openai.AsyncOpenAI(
+            api_key="unused", base_url="http://bot/v1", http_client=http, max_retries=0
+        )
+        stream = await client.chat.completions.create(
+            model="scout", messages=[{"role": "user", "content": "q"}], stream=True
+        )
+        pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
+    assert "".join(pieces) == "Light rain and 9 [1]." + FOOTER
