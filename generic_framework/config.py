@@ -125,6 +125,9 @@ class Settings(BaseModel):
     bot_max_message_chars: int = Field(default=16000, ge=1)
     bot_cors_origins: str = ""
     bot_metrics_public: bool = False
+    bot_stream_grace: float = Field(default=1.0, ge=0, le=10, allow_inf_nan=False)
+    bot_stream_keepalive: float = Field(default=15.0, gt=0, le=300, allow_inf_nan=False)
+    bot_sources_footer: bool = True
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     otel_instrumentation_genai_capture_message_content: bool = False

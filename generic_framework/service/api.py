@@ -9,10 +9,13 @@ runtime's locks; ``DELETE`` takes the same lock.
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
+from generic_framework.core.events import PersonaEvent
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.mapping import chat_completion, conversation_body, turn_body
 from generic_framework.service.requests import (
@@ -28,7 +31,7 @@ from generic_framework.service.schemas import (
     TurnRequest,
 )
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
-from generic_framework.service.streaming import event_stream
+from generic_framework.service.streaming import turn_stream
 from generic_framework.store.base import StoredMessage
 
 __all__ = [
@@ -43,6 +46,26 @@ __all__ = [
 
 def _json(model: BaseModel, status: int = 200) -> Response:
     return Response(model.model_dump_json(), status_code=status, media_type="application/json")
+
+
+def _stream(
+    state: ServiceState,
+    events: AsyncGenerator[PersonaEvent, None],
+    model: str,
+    cid: str | None,
+    *,
+    footer: bool = False,
+) -> Response:
+    """The streamed answer: a :class:`~generic_framework.service.streaming.TurnStream`."""
+    settings = state.settings
+    return turn_stream(
+        events,
+        model,
+        cid,
+        grace=settings.bot_stream_grace,
+        keepalive=settings.bot_stream_keepalive,
+        footer=footer,
+    )
 
 
 def _persona(state: ServiceState, name: str, param: str) -> PersonaLike:
@@ -84,10 +107,14 @@ async def chat_completions(request: Request) -> Response:
     persona = _persona(state, body.model, "model")
     text = last_user_text(body.messages, state.settings.bot_max_message_chars)
     cid = body.conversation_id
+    footer = (
+        state.settings.bot_sources_footer if body.sources_footer is None else body.sources_footer
+    )
     if body.stream:
-        return await event_stream(persona.stream(text, conversation_id=cid), body.model, cid)
+        events = persona.stream(text, conversation_id=cid)
+        return _stream(state, events, body.model, cid, footer=footer)
     reply = await persona.respond(text, conversation_id=cid)
-    return _json(chat_completion(reply, body.model, cid))
+    return _json(chat_completion(reply, body.model, cid, footer=footer))
 
 
 async def post_message(request: Request) -> Response:
@@ -98,7 +125,7 @@ async def post_message(request: Request) -> Response:
     persona = _persona(state, body.persona, "persona")
     text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
     if body.stream:
-        return await event_stream(persona.stream(text, conversation_id=cid), body.persona, cid)
+        return _stream(state, persona.stream(text, conversation_id=cid), body.persona, cid)
     reply = await persona.respond(text, conversation_id=cid)
     return _json(turn_body(reply, body.persona, cid))
 

@@ -80,7 +80,9 @@ def _errors(*statuses: int) -> dict[str, Any]:
 _TURN_ERRORS = (400, 401, 404, 408, 413, 502, 503, 504)
 _STREAM_DOC = (
     "With `stream: true`: `text/event-stream` of `data: <ChatCompletionChunkOut>` frames ending "
-    'with `data: [DONE]`; a failure after the first frame is a `data: {"error": ...}` frame.'
+    'with `data: [DONE]`; a failure after the first frame is a `data: {"error": ...}` frame. '
+    "`: keep-alive` comments fill silences (BOT_STREAM_KEEPALIVE); a client that disconnects "
+    "cancels the turn."
 )
 
 

@@ -61,6 +61,8 @@ class ChatCompletionRequest(BaseModel):
 
     ``conversation_id`` is an extension: when set, the server-held history of that conversation
     is used (the request's earlier messages are ignored) and the turn is stored.
+    ``sources_footer`` (an extension) turns the reply's "Sources:" list on or off for this
+    request; ``BOT_SOURCES_FOOTER`` decides when it is absent.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -69,6 +71,7 @@ class ChatCompletionRequest(BaseModel):
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=500)
     stream: StrictBool = False
     conversation_id: ConversationId | None = None
+    sources_footer: StrictBool | None = None
 
 
 class TurnRequest(BaseModel):

@@ -11,6 +11,8 @@ from generic_framework.core.reply import Citation, Reply
 from generic_framework.wire.messages import AssistantMessage, Usage, UserMessage
 
 TOKEN = "test-token-0123456789"
+FOOTER = "\n\nSources:\n1. [Nanaimo weather](https://weather.example.org/nanaimo)"
+"""The sources footer of ``/v1/chat/completions`` for a reply citing :data:`WEATHER`."""
 
 WEATHER = Citation(
     number=1,
@@ -64,7 +66,7 @@ class FakePersona:
                 RoundStarted(round=1, tools=["web_search"]),
                 ToolFinished(name="web_search", ok=True, ms=12.34),
                 TextDelta(text="Light rain "),
-                TextDelta(text="and 9 degrees [ref_1]."),
+                TextDelta(text="and 9 degrees [1]."),
             ]
         )
         self.reply = reply

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from service_fakes import FakePersona, chunks, make_reply
+from service_fakes import FOOTER, FakePersona, chunks, make_reply
 
 from generic_framework.store import SQLiteStore
 from generic_framework.wire.errors import (
@@ -67,7 +67,7 @@ async def test_completion_has_openai_shape_and_zai_web_search(client_for: Client
     assert body["model"] == "scout"
     assert body["choices"][0]["message"] == {
         "role": "assistant",
-        "content": "Light rain and 9 degrees [1].",
+        "content": "Light rain and 9 degrees [1]." + FOOTER,
     }
     assert body["choices"][0]["finish_reason"] == "stop"
     assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
@@ -252,7 +252,8 @@ async def test_stream_is_openai_chunks_with_progress_and_sources(client_for: Cli
         {"event": "tool_finished", "name": "web_search", "ok": True, "ms": 12.3},
     ]
     text = "".join(f["choices"][0]["delta"].get("content", "") for f in middle)
-    assert text == "Light rain and 9 degrees [ref_1]."
+    assert text == "Light rain and 9 degrees [1]." + FOOTER
+    assert middle[-1]["choices"][0]["delta"]["content"] == FOOTER  # the last delta, alone
     assert last["choices"][0]["finish_reason"] == "stop"
     assert last["usage"]["total_tokens"] == 15
     assert last["web_search"][0]["link"] == "https://weather.example.org/nanaimo"
@@ -292,14 +293,14 @@ async def test_official_openai_client_in_process(client_for: Client) -> None:
         completion = await client.chat.completions.create(
             model="scout", messages=[{"role": "user", "content": "// weather?"}]
         )
-        assert completion.choices[0].message.content == "Light rain and 9 degrees [1]."
+        assert completion.choices[0].message.content == "Light rain and 9 degrees [1]." + FOOTER
         assert completion.model_extra is not None
         assert completion.model_extra["web_search"][0]["refer"] == "ref_1"
         stream = await client.chat.completions.create(
             model="scout", messages=[{"role": "user", "content": "// weather?"}], stream=True
         )
         pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
-    assert "".join(pieces) == "Light rain and 9 degrees [ref_1]."
+    assert "".join(pieces) == "Light rain and 9 degrees [1]." + FOOTER
 
 
 async def test_conversation_turn_get_and_delete(client_for: Client, store: SQLiteStore) -> None:
