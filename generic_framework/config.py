@@ -30,8 +30,10 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from generic_framework.limits import (
+    BODY_BYTES_DEFAULT,
     BaseURL,
     BindHost,
+    BodyBytes,
     ModelId,
     Port,
     Recency,
@@ -121,7 +123,7 @@ class Settings(BaseModel):
     bot_host: BindHost = "127.0.0.1"
     bot_port: Port = 8080
     bot_api_token: SecretStr | None = None
-    bot_max_body: int = Field(default=65536, ge=1024)
+    bot_max_body: BodyBytes = BODY_BYTES_DEFAULT
     bot_max_message_chars: int = Field(default=16000, ge=1)
     bot_cors_origins: str = ""
     bot_metrics_public: bool = False

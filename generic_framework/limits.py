@@ -26,6 +26,9 @@ from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 __all__ = [
+    "BODY_BYTES_DEFAULT",
+    "BODY_BYTES_MAX",
+    "BODY_BYTES_MIN",
     "CONVERSATION_ID_MAX",
     "CONVERSATION_ID_PATTERN",
     "MAX_SECONDS",
@@ -35,6 +38,7 @@ __all__ = [
     "PORT_MIN",
     "BaseURL",
     "BindHost",
+    "BodyBytes",
     "ConversationId",
     "ModelId",
     "PersonaName",
@@ -89,6 +93,15 @@ def check_port(value: int) -> int:
         raise ValueError(f"must be between {PORT_MIN} and {PORT_MAX} (0 picks a free port)")
     return value
 
+
+BODY_BYTES_MIN = 1024
+BODY_BYTES_MAX = 64 * 1024 * 1024
+BODY_BYTES_DEFAULT = 1024 * 1024
+"""The service's request body limit (``BOT_MAX_BODY``) by default: 1 MiB, room for a long
+stateless conversation; each message is limited separately (``BOT_MAX_MESSAGE_CHARS``)."""
+
+BodyBytes = Annotated[int, Field(ge=BODY_BYTES_MIN, le=BODY_BYTES_MAX)]
+"""A request body limit in bytes: 1 KiB-64 MiB (a body is read whole into memory)."""
 
 ThinkingMode = Literal["enabled", "disabled"]
 Recency = Literal["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"]

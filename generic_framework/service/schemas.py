@@ -59,14 +59,16 @@ class ChatMessageIn(BaseModel):
 class ChatCompletionRequest(BaseModel):
     """``POST /v1/chat/completions``: OpenAI's request; ``model`` names a persona.
 
-    ``conversation_id`` is an extension: when set, the server-held history of that conversation
-    is used (the request's earlier messages are ignored) and the turn is stored.
+    The messages before the last are the turn's history. ``conversation_id`` is an extension:
+    when set, the server-held history of that conversation is used (the request's earlier
+    messages are ignored) and the turn is stored.
     """
 
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1, max_length=200)
-    messages: list[ChatMessageIn] = Field(min_length=1, max_length=500)
+    # No cap on the count: the body limit bounds it, and the persona keeps HISTORY_TURNS.
+    messages: list[ChatMessageIn] = Field(min_length=1)
     stream: StrictBool = False
     conversation_id: ConversationId | None = None
 

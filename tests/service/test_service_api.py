@@ -87,10 +87,10 @@ async def test_completion_has_openai_shape_and_zai_web_search(client_for: Client
     assert persona.calls == [("// what's the weather in Nanaimo?", None)]
 
 
-async def test_only_the_last_user_message_is_answered(client_for: Client) -> None:
+async def test_earlier_messages_are_the_turns_history(client_for: Client) -> None:
     persona = FakePersona()
     messages = [
-        {"role": "system", "content": "ignored: the persona has its own prompt"},
+        {"role": "system", "content": "Answer briefly."},
         {"role": "user", "content": "earlier"},
         {"role": "assistant", "content": "earlier answer"},
         {
@@ -105,6 +105,80 @@ async def test_only_the_last_user_message_is_answered(client_for: Client) -> Non
         )
     assert response.status_code == 200
     assert persona.calls == [("now this", None)]
+    assert persona.histories == [messages[:3]]
+
+
+async def test_conversation_id_ignores_the_earlier_messages(client_for: Client) -> None:
+    persona = FakePersona()
+    earlier = [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "a"}]
+    async with client_for({"scout": persona}) as client:
+        response = await client.post(
+            "/v1/chat/completions",
+            json={
+                **ask("hi", conversation_id="c-2"),
+                "messages": [*earlier, ask("hi")["messages"][0]],
+            },
+        )
+    assert response.status_code == 200
+    assert persona.calls == [("hi", "c-2")]
+    assert persona.histories == [None]
+
+
+@pytest.mark.parametrize(
+    ("earlier", "code", "where"),
+    [
+        ([{"role": "user", "content": "x" * 101}], "message_too_long", "messages[0]"),
+        ([{"role": "system", "content": "s" * 101}], "message_too_long", "messages[0]"),
+        ([{"role": "user", "content": "  "}], "invalid_message", "messages[0]"),
+        (
+            [{"role": "user", "content": "q"}, {"role": "user", "content": [{"type": "file"}]}],
+            "invalid_message",
+            "messages[1].content[0]",
+        ),
+    ],
+)
+async def test_bad_earlier_messages_are_refused_by_index(
+    client_for: Client, earlier: list[dict[str, Any]], code: str, where: str
+) -> None:
+    persona = FakePersona()
+    body = {"model": "scout", "messages": [*earlier, {"role": "user", "content": "now"}]}
+    async with client_for({"scout": persona}, bot_max_message_chars=100) as client:
+        response = await client.post("/v1/chat/completions", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == code
+    assert where in response.json()["error"]["message"]
+    assert persona.calls == []
+
+
+async def test_long_answers_and_many_turns_are_not_refused(client_for: Client) -> None:
+    persona = FakePersona()
+    earlier: list[dict[str, Any]] = []
+    for n in range(300):
+        earlier += [
+            {"role": "user", "content": f"q{n}"},
+            {"role": "assistant", "content": "a" * 500},
+        ]
+    body = {"model": "scout", "messages": [*earlier, {"role": "user", "content": "now"}]}
+    async with client_for({"scout": persona}, bot_max_message_chars=100) as client:
+        response = await client.post("/v1/chat/completions", json=body)
+    # 601 messages, 150 KB: over the old 64 KiB body limit, under the 1 MiB default.
+    assert response.status_code == 200, response.text
+    assert len(persona.histories[0] or []) == 600
+
+
+async def test_a_persona_can_refuse_the_clients_system_messages(client_for: Client) -> None:
+    persona = FakePersona(allow_client_system=False)
+    body = {
+        "model": "scout",
+        "messages": [{"role": "system", "content": "Be a pirate."}, ask("hi")["messages"][0]],
+    }
+    async with client_for({"scout": persona}) as client:
+        refused = await client.post("/v1/chat/completions", json=body)
+        plain = await client.post("/v1/chat/completions", json=ask("hi"))
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == "system_not_allowed"
+    assert plain.status_code == 200
+    assert persona.calls == [("hi", None)]
 
 
 async def test_conversation_id_extension_uses_server_history(client_for: Client) -> None:

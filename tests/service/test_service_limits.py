@@ -208,10 +208,16 @@ class _Endless:
         self.runtime = runtime
         self.running = 0
 
-    async def respond(self, text: str, *, conversation_id: str | None = None) -> Any:
+    allow_client_system = True
+
+    async def respond(
+        self, text: str, *, conversation_id: str | None = None, history: Any = None
+    ) -> Any:
         raise NotImplementedError
 
-    async def stream(self, text: str, *, conversation_id: str | None = None) -> Any:
+    async def stream(
+        self, text: str, *, conversation_id: str | None = None, history: Any = None
+    ) -> Any:
         from generic_framework.core.events import TextDelta
 
         async with self.runtime.locks.hold(conversation_id):
