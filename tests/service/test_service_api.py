@@ -15,10 +15,17 @@ from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
     AuthenticationError,
+    BadRequestError,
     ConfigError,
     ContentFilterError,
+    InsufficientBalanceError,
+    NotFoundError,
+    QuotaExceededError,
     RateLimitError,
+    ResponseValidationError,
     ServerError,
+    StoreUnavailableError,
+    UpstreamBusyError,
     register_secret,
 )
 from generic_framework.wire.messages import AssistantMessage, UserMessage
@@ -256,20 +263,42 @@ async def test_unknown_route_and_method_are_json(client_for: Client) -> None:
 
 
 @pytest.mark.parametrize(
-    ("error", "status", "code"),
+    ("error", "status", "code", "retry"),
     [
-        (RateLimitError("concurrency", code="1302", retry_after=2.5), 503, "upstream_rate_limited"),
-        (APITimeoutError("read timeout"), 504, "upstream_timeout"),
-        (APIConnectionError("refused"), 502, "upstream_unreachable"),
-        (ServerError("boom", status_code=500), 502, "upstream_error"),
-        (AuthenticationError("bad key", status_code=401, code="1002"), 502, "upstream_auth_failed"),
-        (ContentFilterError("blocked"), 502, "content_filter"),
-        (ConfigError("PERSONAS_DIR is wrong"), 500, "configuration_error"),
+        (ContentFilterError("blocked", status_code=400, code="1301"), 400, "1301", None),
+        (ContentFilterError("sensitive"), 400, "content_filter", None),
+        (BadRequestError("messages invalid", status_code=400, code="1214"), 400, "1214", None),
+        (BadRequestError("prompt too long", status_code=400, code="1261"), 400, "1261", None),
+        (BadRequestError("no permission", status_code=400, code="1220"), 403, "1220", "never"),
+        (BadRequestError("bad gateway page", status_code=400), 400, "upstream_bad_request", None),
+        (NotFoundError("model does not exist", code="1211"), 400, "1211", None),
+        (NotFoundError("no such API", status_code=404), 502, "upstream_not_found", "never"),
+        (AuthenticationError("bad key", status_code=401, code="1002"), 403, "1002", "never"),
+        (InsufficientBalanceError("arrears", status_code=429, code="1113"), 403, "1113", "never"),
+        (QuotaExceededError("plan lacks model", code="1311"), 403, "1311", "never"),
+        (QuotaExceededError("5-hour limit", code="1308", retry_after=60), 429, "1308", "never"),
+        (RateLimitError("concurrency", code="1302", retry_after=2.5), 429, "1302", "3"),
+        (RateLimitError("bare 429", status_code=429), 429, "rate_limited", "1"),
+        (RateLimitError("overloaded", code="1305"), 503, "1305", "1"),
+        (RateLimitError("switch model", code="1312", retry_after=4), 503, "1312", "4"),
+        (UpstreamBusyError("no slot", retry_after=7.2), 503, "upstream_busy", "8"),
+        (StoreUnavailableError("db down"), 503, "store_unavailable", "1"),
+        (ServerError("boom", status_code=500), 502, "upstream_error", None),
+        (ServerError("boom", status_code=500, code="1234"), 502, "1234", None),
+        (ResponseValidationError("html page"), 502, "upstream_invalid_response", None),
+        (APIConnectionError("refused"), 502, "upstream_unreachable", None),
+        (APITimeoutError("read timeout"), 504, "upstream_timeout", None),
+        (ConfigError("PERSONAS_DIR is wrong"), 500, "configuration_error", "never"),
     ],
 )
 @pytest.mark.parametrize("stream", [False, True])
-async def test_upstream_errors_map_to_gateway_statuses(
-    client_for: Client, error: Exception, status: int, code: str, stream: bool
+async def test_upstream_errors_map_to_what_clients_handle_right(
+    client_for: Client,
+    error: Exception,
+    status: int,
+    code: str,
+    retry: str | None,
+    stream: bool,
 ) -> None:
     persona = FakePersona(error=error, error_after=0)
     async with client_for({"scout": persona}) as client:
@@ -277,9 +306,19 @@ async def test_upstream_errors_map_to_gateway_statuses(
     assert response.status_code == status
     body = response.json()
     assert body["error"]["code"] == code
+    assert set(body["error"]) == {"message", "type", "param", "code"}
     assert "internal detail" not in response.text
-    if status == 503:
-        assert response.headers["retry-after"] == "3"
+    headers = response.headers
+    if retry == "never":
+        assert headers["x-should-retry"] == "false"
+    elif retry is not None:
+        assert headers["retry-after"] == retry
+        assert "x-should-retry" not in headers
+    else:
+        assert "retry-after" not in headers and "x-should-retry" not in headers
+    if 400 <= status < 500 and status != 429:
+        # A refusal that would come back the same: not retried, by the openai client either.
+        assert body["error"]["type"] in {"invalid_request_error", "permission_error"}
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -304,7 +343,7 @@ async def test_error_bodies_never_hold_secrets(client_for: Client) -> None:
     error = AuthenticationError(f"key {key} refused; Authorization: Bearer {key}", code="1002")
     async with client_for({"scout": FakePersona(error=error)}) as client:
         response = await client.post("/v1/chat/completions", json=ask())
-    assert response.status_code == 502
+    assert response.status_code == 403
     assert key not in response.text
     assert "ABCDEFGHijklmnop" not in response.text
 
@@ -340,7 +379,7 @@ async def test_failure_mid_stream_is_an_error_frame_without_done(client_for: Cli
         response = await client.post("/v1/chat/completions", json=ask(stream=True))
     assert response.status_code == 200
     frames = chunks(response.text)
-    assert frames[-1]["error"]["code"] == "upstream_rate_limited"
+    assert frames[-1]["error"]["code"] == "1302"
     assert "[DONE]" not in frames
 
 

@@ -17,11 +17,12 @@ import openai
 import pytest
 
 from generic_framework.config import Settings
-from generic_framework.mock import MockServer
+from generic_framework.mock import MockServer, bundled_fixture_paths
 from generic_framework.mock.fixture import Fixture
 from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 
+CHAT_PATH = "/api/paas/v4/chat/completions"
 PROMPT = "You are Tutor. Answer in one short sentence."
 CLIENT_SYSTEM = "Answer like a pirate."
 TURNS = [
@@ -156,3 +157,72 @@ async def test_a_persona_that_refuses_client_system_messages(
     assert refused.value.code == "system_not_allowed"
     assert "allow_client_system" in refused.value.message
     assert report["requests"] == 0
+
+
+def _refusing(question: str, status: int, code: str, message: str) -> Fixture:
+    body = {"model": "glm-4.7", "messages": [{"role": "user", "content": question}]}
+    error = {"error": {"code": code, "message": message}}
+    return Fixture.model_validate(
+        {
+            "name": f"refused_{code}",
+            "persona": "tutor",
+            "user_input": question,
+            "exchanges": [
+                {
+                    "request": {"method": "POST", "path": CHAT_PATH, "body": body},
+                    "response": {"status": status, "headers": {}, "body": error},
+                }
+            ],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "raised", "answered"),
+    [
+        (400, "1261", openai.BadRequestError, 400),  # the prompt exceeds the model's length
+        (400, "1214", openai.BadRequestError, 400),  # an invalid messages parameter
+        (400, "1211", openai.BadRequestError, 400),  # the model does not exist
+        (429, "1113", openai.PermissionDeniedError, 403),  # no balance: an account problem
+        (401, "1002", openai.PermissionDeniedError, 403),  # the service's key was refused
+        (429, "1308", openai.RateLimitError, 429),  # a used-up quota: x-should-retry false
+    ],
+)
+async def test_an_upstream_refusal_is_one_upstream_call_through_the_openai_client(
+    tmp_path: Path,
+    bot_on: Connect,
+    status: int,
+    code: str,
+    raised: type[openai.APIStatusError],
+    answered: int,
+) -> None:
+    question = "Tell me everything at once."
+    refusal = _refusing(question, status, code, f"refused with {code}")
+    async with MockServer([refusal]) as mock:
+        client = bot_on(mock, _personas(tmp_path))
+        with pytest.raises(raised) as refused:
+            await client.chat.completions.create(
+                model="tutor", messages=[{"role": "user", "content": question}]
+            )
+        report = mock.report()
+    assert refused.value.status_code == answered
+    assert refused.value.code == code
+    assert f"refused with {code}" in refused.value.message
+    # Neither the service's client (LLM_MAX_RETRIES=3) nor the openai client (max_retries=2)
+    # asked again: one call reached the mock.
+    assert report["requests"] == 1
+
+
+async def test_an_unrecorded_question_offline_is_a_400_not_retried(
+    tmp_path: Path, bot_on: Connect
+) -> None:
+    async with MockServer(bundled_fixture_paths()) as mock:
+        client = bot_on(mock, _personas(tmp_path))
+        with pytest.raises(openai.BadRequestError) as refused:
+            await client.chat.completions.create(
+                model="tutor", messages=[{"role": "user", "content": "Nothing recorded this."}]
+            )
+        report = mock.report()
+    assert refused.value.code == "mock_no_match"
+    assert "What is the capital of Canada?" in refused.value.message
+    assert report["requests"] == 1
