@@ -40,6 +40,7 @@ __all__ = [
     "BindHost",
     "BodyBytes",
     "ConversationId",
+    "HostList",
     "ModelId",
     "PersonaName",
     "Port",
@@ -52,6 +53,7 @@ __all__ = [
     "check_base_url",
     "check_bind_host",
     "check_conversation_id",
+    "check_host_list",
     "check_model_id",
     "check_persona_name",
     "check_port",
@@ -270,6 +272,28 @@ def check_bind_host(value: str) -> str:
     return name
 
 
+def check_host_list(value: str) -> str:
+    """Return ``value`` (``BOT_ALLOWED_HOSTS``) normalised: comma-separated host names or IP
+    addresses (lower case, no ports, IPv6 without brackets), or ``*`` for any.
+
+    Raises:
+        ValueError: an entry is neither a host name nor an IP address.
+    """
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if names == ["*"]:
+        return "*"
+    checked = []
+    for name in names:
+        try:
+            checked.append(check_bind_host(name).lower().removesuffix("."))
+        except ValueError:
+            raise ValueError(
+                f"must be host names or IP addresses separated by commas, or * for any "
+                f"(e.g. bot.example.com,proxy); {shown(name)} is neither"
+            ) from None
+    return ",".join(checked)
+
+
 # ------------------------------------------------------------------------------ pydantic types
 
 
@@ -298,6 +322,7 @@ ModelId = Annotated[
 ]
 BaseURL = Annotated[str, _as_pydantic(check_base_url, "invalid_url")]
 BindHost = Annotated[str, _as_pydantic(check_bind_host, "invalid_host")]
+HostList = Annotated[str, _as_pydantic(check_host_list, "invalid_host_list")]
 
 # ------------------------------------------------------------------------------ wording
 

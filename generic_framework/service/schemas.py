@@ -19,6 +19,7 @@ from generic_framework.wire.messages import WebSearchResult
 
 __all__ = [
     "CONVERSATION_ID_PATTERN",
+    "BotInfoOut",
     "ChatCompletionChunkOut",
     "ChatCompletionOut",
     "ChatCompletionRequest",
@@ -236,6 +237,17 @@ class ModelListOut(BaseModel):
 
     object: Literal["list"] = "list"
     data: list[ModelOut]
+
+
+class BotInfoOut(BaseModel):
+    """``GET /v1/bot``: whether answers are recorded ones, the persona to offer first, and
+    (offline) the questions that have recorded answers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    offline: bool
+    default_persona: str | None
+    examples: list[str]
 
 
 class HealthOut(BaseModel):

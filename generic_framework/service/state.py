@@ -76,11 +76,17 @@ class ServiceState:
         personas: persona name -> persona; the names are the API's model ids.
         owns_runtime: True when the app built the runtime and closes it at shutdown; a
             runtime given to :func:`~generic_framework.service.create_app` is borrowed.
+        offline: answers come from the embedded mock (``serve`` without a key, or ``--mock``).
+        default_persona: the persona offered first (``GET /v1/bot``; service/info.py).
+        examples: offline, the questions the mock has recorded answers for.
     """
 
     runtime: Runtime
     personas: Mapping[str, PersonaLike]
     owns_runtime: bool
+    offline: bool = False
+    default_persona: str | None = None
+    examples: tuple[str, ...] = ()
 
     @property
     def settings(self) -> Settings:

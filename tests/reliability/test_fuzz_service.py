@@ -80,7 +80,7 @@ def send(
 
     async def request() -> httpx.Response:
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bot") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             return await client.request(method, path, headers=headers, content=body)
 
     return asyncio.run(request())

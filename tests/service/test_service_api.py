@@ -236,7 +236,11 @@ async def test_invalid_requests_get_openai_errors(
 
 async def test_malformed_json_is_400(client_for: Client) -> None:
     async with client_for() as client:
-        response = await client.post("/v1/chat/completions", content=b"{not json")
+        response = await client.post(
+            "/v1/chat/completions",
+            content=b"{not json",
+            headers={"Content-Type": "application/json"},
+        )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "json_invalid"
 
@@ -400,7 +404,7 @@ async def test_stop_reasons_map_to_finish_reasons(
 async def test_official_openai_client_in_process(client_for: Client) -> None:
     async with client_for() as http:
         client = openai.AsyncOpenAI(
-            api_key="unused", base_url="http://bot/v1", http_client=http, max_retries=0
+            api_key="unused", base_url="http://localhost/v1", http_client=http, max_retries=0
         )
         completion = await client.chat.completions.create(
             model="scout", messages=[{"role": "user", "content": "// weather?"}]
