@@ -94,7 +94,8 @@ async def test_completion_has_openai_shape_and_zai_web_search(client_for: Client
     assert persona.calls == [("// what's the weather in Nanaimo?", None)]
 
 
-async def test_earlier_messages_are_the_turns_history(client_for: Client) -> None:
+@pytest.mark.parametrize("stream", [False, True])
+async def test_earlier_messages_are_the_turns_history(client_for: Client, stream: bool) -> None:
     persona = FakePersona()
     messages = [
         {"role": "system", "content": "Answer briefly."},
@@ -108,7 +109,7 @@ async def test_earlier_messages_are_the_turns_history(client_for: Client) -> Non
     async with client_for({"scout": persona}) as client:
         response = await client.post(
             "/v1/chat/completions",
-            json={"model": "scout", "messages": messages, "temperature": 0.2},
+            json={"model": "scout", "messages": messages, "temperature": 0.2, "stream": stream},
         )
     assert response.status_code == 200
     assert persona.calls == [("now this", None)]
