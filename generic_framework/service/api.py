@@ -20,6 +20,7 @@ from generic_framework.service.errors import ServiceError
 from generic_framework.service.mapping import chat_completion, conversation_body, turn_body
 from generic_framework.service.requests import (
     checked_text,
+    earlier_messages,
     last_user_text,
     parse_body,
     path_conversation_id,
@@ -98,22 +99,29 @@ async def list_models(request: Request) -> Response:
 async def chat_completions(request: Request) -> Response:
     """``POST /v1/chat/completions``: OpenAI's request and response; ``model`` = persona.
 
-    Only the last message (which must be the user's) is sent to the persona. Earlier messages
-    are ignored unless ``conversation_id`` (an extension) names a server-held conversation, whose
-    stored history is then used and extended (docs/design/0602).
+    The last message (which must be the user's) is the turn; the earlier ones are its history
+    (user and assistant messages, sanitised and trimmed to HISTORY_TURNS; system messages after
+    the persona's prompt, unless it refuses them), and nothing is stored. With
+    ``conversation_id`` (an extension) the server-held conversation's history is used and
+    extended instead, and the earlier messages are ignored (docs/design/0602).
     """
     state = state_of(request)
     body = await parse_body(request, ChatCompletionRequest)
     persona = _persona(state, body.model, "model")
-    text = last_user_text(body.messages, state.settings.bot_max_message_chars)
+    limit = state.settings.bot_max_message_chars
+    text = last_user_text(body.messages, limit)
     cid = body.conversation_id
     footer = (
         state.settings.bot_sources_footer if body.sources_footer is None else body.sources_footer
     )
+    history = None
+    if cid is None:
+        allow = getattr(persona, "allow_client_system", True)
+        history = earlier_messages(body.messages, limit, allow_system=allow)
     if body.stream:
-        events = persona.stream(text, conversation_id=cid)
+        events = persona.stream(text, conversation_id=cid, history=history)
         return _stream(state, events, body.model, cid, footer=footer)
-    reply = await persona.respond(text, conversation_id=cid)
+    reply = await persona.respond(text, conversation_id=cid, history=history)
     return _json(chat_completion(reply, body.model, cid, footer=footer))
 
 

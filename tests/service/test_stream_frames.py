@@ -4,7 +4,7 @@ window, and the "Sources" footer of /v1/chat/completions (never on /v1/conversat
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -28,9 +28,13 @@ class PacedPersona(FakePersona):
         self.pause = pause
 
     async def stream(
-        self, text: str, *, conversation_id: str | None = None
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
-        async for event in super().stream(text, conversation_id=conversation_id):
+        async for event in super().stream(text, conversation_id=conversation_id, history=history):
             await asyncio.sleep(self.pause)
             yield event
 
@@ -79,12 +83,12 @@ async def test_a_failure_after_the_grace_window_is_an_error_frame(client_for: Cl
         early = await client.post("/v1/chat/completions", json=ask())
     async with client_for({"scout": slow}, bot_stream_grace=0.05) as client:
         late = await client.post("/v1/chat/completions", json=ask())
-    assert early.status_code == 503
+    assert early.status_code == 429
     assert late.status_code == 200
     frames = chunks(late.text)
     assert frames[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
     assert frames[1]["choices"][0]["delta"]["content"] == "x"
-    assert frames[-1]["error"]["code"] == "upstream_rate_limited"
+    assert frames[-1]["error"]["code"] == "1302"
     assert "[DONE]" not in frames
 
 
@@ -199,7 +203,7 @@ async def test_the_official_client_reads_through_keep_alives(client_for: Client)
     persona = PacedPersona(events, pause=0.25)
     async with client_for({"scout": persona}, bot_stream_keepalive=0.05) as http:
         client = openai.AsyncOpenAI(
-            api_key="unused", base_url="http://bot/v1", http_client=http, max_retries=0
+            api_key="unused", base_url="http://localhost/v1", http_client=http, max_retries=0
         )
         stream = await client.chat.completions.create(
             model="scout", messages=[{"role": "user", "content": "q"}], stream=True
