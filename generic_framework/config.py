@@ -30,8 +30,11 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from generic_framework.limits import (
+    BODY_BYTES_DEFAULT,
     BaseURL,
     BindHost,
+    BodyBytes,
+    HostList,
     ModelId,
     Port,
     Recency,
@@ -40,6 +43,7 @@ from generic_framework.limits import (
     Temperature,
     ThinkingMode,
     ToolRounds,
+    check_persona_name,
     wording,
 )
 from generic_framework.wire.errors import ConfigError, redact
@@ -121,11 +125,15 @@ class Settings(BaseModel):
     bot_host: BindHost = "127.0.0.1"
     bot_port: Port = 8080
     bot_api_token: SecretStr | None = None
-    bot_max_body: int = Field(default=65536, ge=1024)
+    bot_max_body: BodyBytes = BODY_BYTES_DEFAULT
     bot_max_message_chars: int = Field(default=16000, ge=1)
     bot_cors_origins: str = ""
+    bot_allowed_hosts: HostList = ""
+    bot_default_persona: str | None = None
     bot_metrics_public: bool = False
-    bot_default_persona: str = ""
+    bot_stream_grace: float = Field(default=1.0, ge=0, le=10, allow_inf_nan=False)
+    bot_stream_keepalive: float = Field(default=15.0, gt=0, le=300, allow_inf_nan=False)
+    bot_sources_footer: bool = True
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     otel_instrumentation_genai_capture_message_content: bool = False
@@ -162,7 +170,13 @@ class Settings(BaseModel):
             return None
         return value.strip() if isinstance(value, str) else value
 
-    @field_validator("llm_temperature", "llm_thinking", "web_search_mcp_url", mode="before")
+    @field_validator(
+        "llm_temperature",
+        "llm_thinking",
+        "web_search_mcp_url",
+        "bot_default_persona",
+        mode="before",
+    )
     @classmethod
     def _blank_optional(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
@@ -183,6 +197,16 @@ class Settings(BaseModel):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
         return value
+
+    @property
+    def allowed_hosts(self) -> frozenset[str]:
+        """``BOT_ALLOWED_HOSTS`` as a set of lower-case names (``{"*"}`` allows any)."""
+        return frozenset(name for name in self.bot_allowed_hosts.split(",") if name)
+
+    @property
+    def cors_origins(self) -> tuple[str, ...]:
+        """``BOT_CORS_ORIGINS`` as a tuple of origins (``("*",)`` allows any)."""
+        return tuple(o.strip().rstrip("/") for o in self.bot_cors_origins.split(",") if o.strip())
 
     @property
     def has_api_key(self) -> bool:
@@ -243,6 +267,16 @@ class Settings(BaseModel):
             endpoint = "a Coding Plan endpoint" if coding else "the general endpoint"
             return f"web search: WEB_SEARCH_MODE=auto -> {mode} ({endpoint}): {where}"
         return f"web search: WEB_SEARCH_MODE={mode}: {where}"
+
+    @field_validator("bot_default_persona")
+    @classmethod
+    def _check_persona(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return check_persona_name(value.strip())
+        except ValueError as exc:
+            raise ValueError(f"must name a persona: {exc}") from None
 
     @field_validator("database_url")
     @classmethod

@@ -26,6 +26,9 @@ from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 __all__ = [
+    "BODY_BYTES_DEFAULT",
+    "BODY_BYTES_MAX",
+    "BODY_BYTES_MIN",
     "CONVERSATION_ID_MAX",
     "CONVERSATION_ID_PATTERN",
     "MAX_SECONDS",
@@ -35,7 +38,9 @@ __all__ = [
     "PORT_MIN",
     "BaseURL",
     "BindHost",
+    "BodyBytes",
     "ConversationId",
+    "HostList",
     "ModelId",
     "PersonaName",
     "Port",
@@ -48,6 +53,7 @@ __all__ = [
     "check_base_url",
     "check_bind_host",
     "check_conversation_id",
+    "check_host_list",
     "check_model_id",
     "check_persona_name",
     "check_port",
@@ -89,6 +95,15 @@ def check_port(value: int) -> int:
         raise ValueError(f"must be between {PORT_MIN} and {PORT_MAX} (0 picks a free port)")
     return value
 
+
+BODY_BYTES_MIN = 1024
+BODY_BYTES_MAX = 64 * 1024 * 1024
+BODY_BYTES_DEFAULT = 1024 * 1024
+"""The service's request body limit (``BOT_MAX_BODY``) by default: 1 MiB, room for a long
+stateless conversation; each message is limited separately (``BOT_MAX_MESSAGE_CHARS``)."""
+
+BodyBytes = Annotated[int, Field(ge=BODY_BYTES_MIN, le=BODY_BYTES_MAX)]
+"""A request body limit in bytes: 1 KiB-64 MiB (a body is read whole into memory)."""
 
 ThinkingMode = Literal["enabled", "disabled"]
 Recency = Literal["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"]
@@ -257,6 +272,28 @@ def check_bind_host(value: str) -> str:
     return name
 
 
+def check_host_list(value: str) -> str:
+    """Return ``value`` (``BOT_ALLOWED_HOSTS``) normalised: comma-separated host names or IP
+    addresses (lower case, no ports, IPv6 without brackets), or ``*`` for any.
+
+    Raises:
+        ValueError: an entry is neither a host name nor an IP address.
+    """
+    names = [part.strip() for part in value.split(",") if part.strip()]
+    if names == ["*"]:
+        return "*"
+    checked = []
+    for name in names:
+        try:
+            checked.append(check_bind_host(name).lower().removesuffix("."))
+        except ValueError:
+            raise ValueError(
+                f"must be host names or IP addresses separated by commas, or * for any "
+                f"(e.g. bot.example.com,proxy); {shown(name)} is neither"
+            ) from None
+    return ",".join(checked)
+
+
 # ------------------------------------------------------------------------------ pydantic types
 
 
@@ -285,6 +322,7 @@ ModelId = Annotated[
 ]
 BaseURL = Annotated[str, _as_pydantic(check_base_url, "invalid_url")]
 BindHost = Annotated[str, _as_pydantic(check_bind_host, "invalid_host")]
+HostList = Annotated[str, _as_pydantic(check_host_list, "invalid_host_list")]
 
 # ------------------------------------------------------------------------------ wording
 

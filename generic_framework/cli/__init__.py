@@ -186,11 +186,19 @@ def serve(
     port: Annotated[
         int | None, typer.Option(help="Port (BOT_PORT).", callback=_rule("check_port"))
     ] = None,
+    mock: Annotated[
+        bool,
+        typer.Option("--mock", help="Answer from the embedded mock even when a key is set."),
+    ] = False,
 ) -> None:
-    """Run the bot HTTP service (OpenAI-compatible API and a web chat page)."""
+    """Run the bot HTTP service (OpenAI-compatible API and a web chat page).
+
+    With no API key (OPENAI_API_KEY), or with --mock, answers come from the embedded mock server
+    and its recorded fixtures; the start-up log says so and GET /v1/bot reports offline: true.
+    """
     from generic_framework.cli.serve import run_serve
 
-    raise typer.Exit(run_serve(host, port))
+    raise typer.Exit(run_serve(host, port, mock))
 
 
 @app.command(epilog=_EPILOG)

@@ -41,6 +41,7 @@ from generic_framework.wire.messages import (
     ToolMessage,
     ToolSpec,
     UserMessage,
+    WebSearchToolSpec,
 )
 
 __all__ = [
@@ -142,7 +143,7 @@ class TurnEngine:
         1. Round ``n`` (1-based) starts. While ``n <= max_tool_rounds`` offer the turn's tools
            (chosen by ``//`` when the turn began); after that the call carries no tools and one
            extra instruction to answer from what it has (the forced final answer).
-        2. Call the model: :meth:`_complete`, or :meth:`_call_llm` passing text deltas on.
+        2. Call the model: :meth:`_complete`, or :meth:`_streamed` passing text deltas on.
         3. Keep the call's usage and its ``web_search[]`` sources as citations.
         4. :func:`next_step` decides. :class:`RunTools`: announce the round, answer every call
            through :meth:`_handle_tool_calls` (assistant message, then one tool message per
@@ -162,7 +163,7 @@ class TurnEngine:
             completion = None
             try:
                 if stream:
-                    answer = self._call_llm(turn, tools=offer, forced=forced)
+                    answer = self._streamed(turn, tools=offer, forced=forced)
                     async with aclosing(answer) as items:
                         async for item in items:
                             if isinstance(item, TextDelta):
@@ -172,12 +173,12 @@ class TurnEngine:
                 else:
                     # Nothing to pass on before the completion: one await, no async generator.
                     completion = await self._complete(turn, tools=offer, forced=forced)
+                    turn.collect(completion)
             except ContentFilterError as exc:
                 yield self._filtered(turn, exc)
                 return
             if completion is None:
                 raise ToolLoopError("the model call returned no completion")
-            turn.collect(completion)
             step = next_step(completion, tools_offered=bool(offer))
             if isinstance(step, Finish):
                 yield self._finish(turn, step, started, forced=forced)
@@ -251,6 +252,32 @@ class TurnEngine:
             raise
         turn.watch.call_done(span, completion)
         return completion
+
+    async def _streamed(
+        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
+    ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
+        """:meth:`_call_llm` with ``[ref_N]`` rewritten to ``[n]`` as the text streams.
+
+        A piece that may end inside a marker is held until the marker completes or proves not
+        to be one (:class:`~generic_framework.core.citations.CitationStream`). What is still
+        held when the call ends is rewritten after the call's own sources were collected, so
+        the completion comes last, already collected.
+        """
+        server_search = any(isinstance(spec, WebSearchToolSpec) for spec in tools or ())
+        marks = turn.citations.stream(provisional=server_search)
+        completion: ChatCompletion | None = None
+        async with aclosing(self._call_llm(turn, tools=tools, forced=forced)) as items:
+            async for item in items:
+                if not isinstance(item, TextDelta):
+                    completion = item
+                elif shown := marks.feed(item.text):
+                    yield TextDelta(shown)
+        if completion is None:
+            raise ToolLoopError("the model call returned no completion")
+        turn.collect(completion)
+        if tail := marks.flush():
+            yield TextDelta(tail)
+        yield completion
 
     async def _call_llm(
         self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool

@@ -6,8 +6,12 @@ order), more text, and exactly one :class:`Done` last, carrying the same :class:
 :meth:`Persona.respond` returns.
 
 Text written in a round that ends with tool calls (``"Let me check."``) is streamed too, so the
-concatenated deltas can differ from :attr:`Reply.content`, which holds only the final answer
-with ``[ref_N]`` already rewritten to ``[n]``. Display the deltas live, then trust ``Done``.
+concatenated deltas can differ from :attr:`Reply.content`, which holds only the final answer.
+Both have ``[ref_N]`` rewritten to ``[n]``: the deltas as they stream (a marker split across
+pieces is held until it completes), numbered provisionally while server-side search has not yet
+sent its sources (see :meth:`CitationBook.stream()
+<generic_framework.core.citations.CitationBook.stream>`). Display the deltas live, then trust
+``Done``.
 
 Events are small frozen dataclasses (many deltas per answer); :meth:`to_dict` gives a JSON-ready
 form with a ``type`` key.

@@ -13,6 +13,7 @@ A persona file (every key but ``system_prompt`` is optional)::
     tool_modules = ["my_package.tools"]     # modules whose @tool functions become available
     tools_always = false                # offer function tools (and MCP tools) without // too
     final_answer_fallback = "..."
+    allow_client_system = true          # false: refuse a client's system messages (the API's)
 
     [web_search]                        # WEB_SEARCH_* for this persona
     mode = "auto"                       # auto | builtin | client | mcp | off

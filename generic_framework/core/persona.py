@@ -29,6 +29,7 @@ from generic_framework.core.engine import (
     TurnEngine,
 )
 from generic_framework.core.events import Done, PersonaEvent
+from generic_framework.core.history import ForeignHistory, HistoryItem, foreign_history
 from generic_framework.core.observe import TurnWatch
 from generic_framework.core.reply import Reply
 from generic_framework.core.resources import Resources
@@ -47,7 +48,7 @@ from generic_framework.tools.base import FunctionTool
 from generic_framework.tools.search import SearchFunction
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.errors import ToolLoopError
-from generic_framework.wire.messages import Message, Thinking, UserMessage
+from generic_framework.wire.messages import Message, SystemMessage, Thinking, UserMessage
 
 __all__ = [
     "ASK_FOR_QUESTION",
@@ -79,8 +80,8 @@ class Persona(TurnEngine):
             :meth:`Settings.defaults` when omitted (pass ``Settings()`` to read the
             environment). With ``runtime``, the runtime's settings are used.
         model, temperature, thinking, max_tool_rounds, web_search, tools_always, mcp_servers,
-            description, final_answer_fallback: the :class:`PersonaSpec` fields; ``None``
-            takes the settings' value (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...).
+            description, final_answer_fallback, allow_client_system: the :class:`PersonaSpec`
+            fields; ``None`` takes the settings' value (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...).
         runtime: the :class:`~generic_framework.runtime.Runtime` to use (its client, store
             and locks); without one the persona opens its own on first use and closes it in
             :meth:`aclose`.
@@ -105,6 +106,7 @@ class Persona(TurnEngine):
         mcp_servers: Iterable[MCPServerSpec | dict[str, Any]] = (),
         description: str = "",
         final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK,
+        allow_client_system: bool = True,
         runtime: Resources | None = None,
     ) -> None:
         tools = tuple(tools)
@@ -121,6 +123,7 @@ class Persona(TurnEngine):
             tools_always=tools_always,
             mcp_servers=tuple(mcp_servers),
             final_answer_fallback=final_answer_fallback,
+            allow_client_system=allow_client_system,
         )
         self._bind(spec, tools, settings, runtime)
 
@@ -233,22 +236,44 @@ class Persona(TurnEngine):
         return self.spec.final_answer_fallback
 
     @property
+    def allow_client_system(self) -> bool:
+        """Whether a foreign history's system messages are accepted (after the own prompt)."""
+        return self.spec.allow_client_system
+
+    @property
     def settings(self) -> Settings:
         """The runtime's settings."""
         return self.runtime.settings
 
     # ------------------------------------------------------------------ public API
 
-    async def respond(self, text: str, *, conversation_id: str | None = None) -> Reply:
+    async def respond(
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[HistoryItem] | None = None,
+    ) -> Reply:
         """Answer one user message; with ``conversation_id``, in that stored conversation.
 
+        Args:
+            text: the user's message.
+            conversation_id: a stored conversation whose history is used and extended.
+            history: instead, the earlier messages as OpenAI-style dicts (``{"role": "user",
+                "content": "..."}``; :mod:`generic_framework.core.history` has the rules):
+                sanitised and trimmed to ``HISTORY_TURNS`` like a stored history; its system
+                messages follow the persona's prompt. Nothing is stored.
+
         Raises:
-            ValueError: ``text`` is not UTF-8 text, or ``conversation_id`` breaks the rule of
-                :func:`~generic_framework.limits.check_conversation_id`; nothing was sent.
+            ValueError: ``text`` is not UTF-8 text, ``conversation_id`` breaks the rule of
+                :func:`~generic_framework.limits.check_conversation_id`, both
+                ``conversation_id`` and ``history`` are given, or ``history`` is invalid or
+                has system messages the persona refuses (``allow_client_system = false``);
+                nothing was sent.
             GLMError: the API failed for good (after retries); nothing is stored then.
         """
         reply: Reply | None = None
-        async for event in self._run_turn(text, conversation_id, stream=False):
+        async for event in self._run_turn(text, conversation_id, history, stream=False):
             if isinstance(event, Done):
                 reply = event.reply
         if reply is None:
@@ -256,15 +281,20 @@ class Persona(TurnEngine):
         return reply
 
     def stream(
-        self, text: str, *, conversation_id: str | None = None
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[HistoryItem] | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as a stream of events, ending with ``Done(reply)``.
 
-        Iterate it to the end (or close it with ``aclose()``): the turn holds its
-        conversation's lock until the generator finishes. Invalid arguments raise the
-        :class:`ValueError` of :meth:`respond` on the first iteration, before anything is sent.
+        The arguments are those of :meth:`respond`. Iterate it to the end (or close it with
+        ``aclose()``): the turn holds its conversation's lock until the generator finishes.
+        Invalid arguments raise the :class:`ValueError` of :meth:`respond` on the first
+        iteration, before anything is sent.
         """
-        return self._run_turn(text, conversation_id, stream=True)
+        return self._run_turn(text, conversation_id, history, stream=True)
 
     async def aclose(self) -> None:
         """Close the runtime this persona opened itself (a shared runtime stays open)."""
@@ -284,14 +314,38 @@ class Persona(TurnEngine):
 
     # ------------------------------------------------------------------ the turn
 
+    def _foreign(
+        self, conversation_id: str | None, history: Sequence[HistoryItem] | None
+    ) -> ForeignHistory:
+        """The caller's history, checked; empty without one."""
+        if history is None:
+            return ForeignHistory(system=(), messages=())
+        if conversation_id is not None:
+            raise ValueError(
+                "pass conversation_id (the stored history) or history (the caller's), not both"
+            )
+        foreign = foreign_history(history)
+        if foreign.system and not self.spec.allow_client_system:
+            raise ValueError(
+                f"persona {self.name!r} does not accept system messages from the caller "
+                "(allow_client_system = false in its persona file)"
+            )
+        return foreign
+
     async def _run_turn(
-        self, text: str, conversation_id: str | None, *, stream: bool
+        self,
+        text: str,
+        conversation_id: str | None,
+        history: Sequence[HistoryItem] | None,
+        *,
+        stream: bool,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Parse the message, run the loop under the conversation's lock, store, then Done."""
         # Checked before anything is sent: a turn the store would refuse must not be paid for.
         check_text(text)
         if conversation_id is not None:
             check_conversation_id(conversation_id)
+        foreign = self._foreign(conversation_id, history)
         query, plan = self._parse(text)
         if not query:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
@@ -303,10 +357,10 @@ class Persona(TurnEngine):
         try:
             async with self.runtime.conversation(conversation_id) as held:
                 started_at, started = datetime.now(UTC), perf_counter()
-                history: list[Message] = []
+                earlier = list(foreign.messages)
                 if held is not None:
-                    history = await held.load(self.settings.history_turns)
-                turn = self._new_turn(query, plan, history, conversation_id, watch)
+                    earlier = await held.load(self.settings.history_turns)
+                turn = self._new_turn(query, plan, earlier, foreign.system, conversation_id, watch)
                 async with aclosing(self._loop(turn, stream)) as run:
                     async for event in run:
                         if isinstance(event, TurnEnd):
@@ -358,6 +412,7 @@ class Persona(TurnEngine):
         query: str,
         plan: ToolPlan,
         history: Sequence[Message],
+        system: Sequence[SystemMessage],
         conversation_id: str | None,
         watch: TurnWatch,
     ) -> Turn:
@@ -370,7 +425,7 @@ class Persona(TurnEngine):
             persona=self.name,
             client=self.runtime.client,
             plan=plan,
-            prefix=[*self._system, *safe],
+            prefix=[*self._system, *system, *safe],
             new=[UserMessage(content=query)],
             conversation_id=conversation_id,
             watch=watch,

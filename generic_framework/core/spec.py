@@ -57,6 +57,9 @@ class PersonaSpec(BaseModel):
             ``{server}__{tool}`` names (:mod:`generic_framework.mcp_tools`); ``${VAR}`` in
             them stays as written until a runtime expands it from its environment.
         final_answer_fallback: the reply when the model's final answer is empty.
+        allow_client_system: accept a caller's system messages with a foreign history (an
+            OpenAI client's ``system`` messages), sent after ``system_prompt``; ``False``
+            refuses them (:mod:`generic_framework.core.history`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -74,6 +77,7 @@ class PersonaSpec(BaseModel):
     tools_always: bool = False
     mcp_servers: tuple[MCPServerSpec, ...] = ()
     final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK
+    allow_client_system: bool = True
 
     @field_validator("name")
     @classmethod

@@ -351,10 +351,22 @@ class MockApp:
         selection: Selection,
         body: bytes | None = None,
     ) -> None:
-        """Serve the selected exchange: its faults, else its recorded response (or ``body``)."""
+        """Serve the selected exchange after its delay, unless the client left meanwhile."""
         delay = self.latency + selection.delay
-        if delay:
-            await asyncio.sleep(delay)
+        if delay and await _sleep_unless_disconnected(receive, delay):
+            return  # the client gave up while the answer was delayed: nothing to send
+        await self._serve(scope, receive, send, stream, selection, body)
+
+    async def _serve(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        stream: bool,
+        selection: Selection,
+        body: bytes | None,
+    ) -> None:
+        """Serve the selected exchange: its faults, else its recorded response (or ``body``)."""
         exchange, failure = selection.exchange, selection.failure
         served = (
             b"x-mock-fixture",

@@ -9,14 +9,18 @@ runtime's locks; ``DELETE`` takes the same lock.
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator
+
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
+from generic_framework.core.events import PersonaEvent
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.mapping import chat_completion, conversation_body, turn_body
 from generic_framework.service.requests import (
     checked_text,
+    earlier_messages,
     last_user_text,
     parse_body,
     path_conversation_id,
@@ -30,7 +34,7 @@ from generic_framework.service.schemas import (
     TurnRequest,
 )
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
-from generic_framework.service.streaming import event_stream
+from generic_framework.service.streaming import turn_stream
 from generic_framework.store.base import LIST_LIMIT_MAX, StoredMessage
 
 __all__ = [
@@ -46,6 +50,26 @@ __all__ = [
 
 def _json(model: BaseModel, status: int = 200) -> Response:
     return Response(model.model_dump_json(), status_code=status, media_type="application/json")
+
+
+def _stream(
+    state: ServiceState,
+    events: AsyncGenerator[PersonaEvent, None],
+    model: str,
+    cid: str | None,
+    *,
+    footer: bool = False,
+) -> Response:
+    """The streamed answer: a :class:`~generic_framework.service.streaming.TurnStream`."""
+    settings = state.settings
+    return turn_stream(
+        events,
+        model,
+        cid,
+        grace=settings.bot_stream_grace,
+        keepalive=settings.bot_stream_keepalive,
+        footer=footer,
+    )
 
 
 def _persona(state: ServiceState, name: str, param: str) -> PersonaLike:
@@ -78,19 +102,30 @@ async def list_models(request: Request) -> Response:
 async def chat_completions(request: Request) -> Response:
     """``POST /v1/chat/completions``: OpenAI's request and response; ``model`` = persona.
 
-    Only the last message (which must be the user's) is sent to the persona. Earlier messages
-    are ignored unless ``conversation_id`` (an extension) names a server-held conversation, whose
-    stored history is then used and extended (docs/design/0602).
+    The last message (which must be the user's) is the turn; the earlier ones are its history
+    (user and assistant messages, sanitised and trimmed to HISTORY_TURNS; system messages after
+    the persona's prompt, unless it refuses them), and nothing is stored. With
+    ``conversation_id`` (an extension) the server-held conversation's history is used and
+    extended instead, and the earlier messages are ignored (docs/design/0602).
     """
     state = state_of(request)
     body = await parse_body(request, ChatCompletionRequest)
     persona = _persona(state, body.model, "model")
-    text = last_user_text(body.messages, state.settings.bot_max_message_chars)
+    limit = state.settings.bot_max_message_chars
+    text = last_user_text(body.messages, limit)
     cid = body.conversation_id
+    footer = (
+        state.settings.bot_sources_footer if body.sources_footer is None else body.sources_footer
+    )
+    history = None
+    if cid is None:
+        allow = getattr(persona, "allow_client_system", True)
+        history = earlier_messages(body.messages, limit, allow_system=allow)
     if body.stream:
-        return await event_stream(persona.stream(text, conversation_id=cid), body.model, cid)
-    reply = await persona.respond(text, conversation_id=cid)
-    return _json(chat_completion(reply, body.model, cid))
+        events = persona.stream(text, conversation_id=cid, history=history)
+        return _stream(state, events, body.model, cid, footer=footer)
+    reply = await persona.respond(text, conversation_id=cid, history=history)
+    return _json(chat_completion(reply, body.model, cid, footer=footer))
 
 
 async def post_message(request: Request) -> Response:
@@ -101,7 +136,7 @@ async def post_message(request: Request) -> Response:
     persona = _persona(state, body.persona, "persona")
     text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
     if body.stream:
-        return await event_stream(persona.stream(text, conversation_id=cid), body.persona, cid)
+        return _stream(state, persona.stream(text, conversation_id=cid), body.persona, cid)
     reply = await persona.respond(text, conversation_id=cid)
     return _json(turn_body(reply, body.persona, cid))
 

@@ -7,11 +7,14 @@ start-up (the lifespan) the runtime's client is opened, the web-search mode is l
 the served personas' MCP servers are started, so a broken server shows in the start-up log
 rather than in the first user's turn.
 
-Middleware, outermost first: CORS (only when ``BOT_CORS_ORIGINS`` is set), bearer auth on
-``/v1/*`` and ``/metrics`` (only when ``BOT_API_TOKEN`` is set; ``/metrics`` stays open with
-``BOT_METRICS_PUBLIC=true``), the body limit (``BOT_MAX_BODY``). Endpoints raise;
-the exception handlers (:data:`~generic_framework.service.errors.EXCEPTION_HANDLERS`) answer
-every error as OpenAI-style JSON, including Starlette's own 404 and 405.
+Middleware, outermost first (service/middleware.py): the Host allowlist (without
+``BOT_API_TOKEN``, or whenever ``BOT_ALLOWED_HOSTS`` is set), CORS (only when
+``BOT_CORS_ORIGINS`` is set), the Origin check, bearer auth on ``/v1/*`` and ``/metrics``
+(only when ``BOT_API_TOKEN`` is set; ``/metrics`` stays open with
+``BOT_METRICS_PUBLIC=true``), JSON-only state changes, the body limit (``BOT_MAX_BODY``).
+Endpoints raise; the exception handlers
+(:data:`~generic_framework.service.errors.EXCEPTION_HANDLERS`) answer every error as
+OpenAI-style JSON, including Starlette's own 404 and 405.
 """
 
 from __future__ import annotations
@@ -42,8 +45,14 @@ from generic_framework.service.api import (
     post_message,
 )
 from generic_framework.service.errors import EXCEPTION_HANDLERS
-from generic_framework.service.info import bot_info
-from generic_framework.service.middleware import BearerAuthMiddleware, BodyLimitMiddleware
+from generic_framework.service.info import bot_info, default_persona, recorded_examples
+from generic_framework.service.middleware import (
+    BearerAuthMiddleware,
+    BodyLimitMiddleware,
+    HostAllowlistMiddleware,
+    JsonOnlyMiddleware,
+    OriginCheckMiddleware,
+)
 from generic_framework.service.openapi import openapi_document
 from generic_framework.service.readiness import UpstreamProbe, check_store
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
@@ -103,8 +112,11 @@ async def _openapi(request: Request) -> Response:
 
 
 def _middleware(settings: Settings) -> list[Middleware]:
+    """The middleware stack, outermost first (the module docstring says what each does)."""
     stack = []
-    origins = [o.strip() for o in settings.bot_cors_origins.split(",") if o.strip()]
+    if settings.bot_api_token is None or settings.allowed_hosts:
+        stack.append(Middleware(HostAllowlistMiddleware, allowed=settings.allowed_hosts))
+    origins = list(settings.cors_origins)
     if origins:
         stack.append(
             Middleware(
@@ -115,11 +127,13 @@ def _middleware(settings: Settings) -> list[Middleware]:
                 max_age=600,
             )
         )
+    stack.append(Middleware(OriginCheckMiddleware, allowed=origins))
     if settings.bot_api_token is not None:
         token = settings.bot_api_token.get_secret_value()
         register_secret(token)
         protected = () if settings.bot_metrics_public else ("/metrics",)
         stack.append(Middleware(BearerAuthMiddleware, token=token, also=protected))
+    stack.append(Middleware(JsonOnlyMiddleware))
     stack.append(Middleware(BodyLimitMiddleware, max_body=settings.bot_max_body))
     return stack
 
@@ -200,6 +214,24 @@ def _the_runtime(
     return _own_runtime(settings, environ)
 
 
+def _state(
+    runtime: Runtime, personas: dict[str, PersonaLike], *, owns: bool, offline: bool
+) -> ServiceState:
+    """The app's shared state; warns when calls would go upstream without a key."""
+    if not runtime.settings.has_api_key:
+        url = redact(runtime.settings.base_url)
+        logger.warning("OPENAI_API_KEY is not set: calls go to %s without a key", url)
+    first = default_persona(runtime.settings, personas)
+    return ServiceState(
+        runtime=runtime,
+        personas=personas,
+        owns_runtime=owns,
+        offline=offline,
+        default_persona=first,
+        examples=recorded_examples(runtime.settings, first) if offline else (),
+    )
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -207,6 +239,7 @@ def create_app(
     personas: Mapping[str, PersonaLike] | None = None,
     upstream_probe: UpstreamProbe | None = None,
     environ: Mapping[str, str] | None = None,
+    offline: bool = False,
 ) -> Starlette:
     """Build the bot service over one :class:`~generic_framework.runtime.Runtime`.
 
@@ -225,18 +258,18 @@ def create_app(
         environ: the ``${VAR}`` values of persona files' MCP servers for a runtime the app
             builds; ``os.environ`` when ``settings`` is omitted too (the app then reads the
             environment anyway), none otherwise.
+        offline: the upstream is the embedded mock (``serve`` without a key): ``GET /v1/bot``
+            says so and lists its recorded questions.
 
     Raises:
-        ConfigError: a persona file or setting is invalid, or DATA_DIR cannot be created.
+        ConfigError: a persona file or setting is invalid (``BOT_DEFAULT_PERSONA`` naming no
+            persona too), or DATA_DIR cannot be created.
         TypeError: ``settings`` differ from the runtime's, or a persona is bound to another
             runtime.
     """
     owns = runtime is None
     runtime = _the_runtime(settings, runtime, environ)
-    state = ServiceState(runtime=runtime, personas=_served(runtime, personas), owns_runtime=owns)
-    if not state.settings.has_api_key:
-        url = redact(state.settings.base_url)
-        logger.warning("OPENAI_API_KEY is not set: calls go to %s without a key", url)
+    state = _state(runtime, _served(runtime, personas), owns=owns, offline=offline)
     app = Starlette(
         routes=_routes(),
         middleware=_middleware(state.settings),

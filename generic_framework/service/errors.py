@@ -4,24 +4,43 @@ Every error the service answers has the shape OpenAI clients parse::
 
     {"error": {"message": "...", "type": "...", "param": null, "code": "..."}}
 
-Upstream failures (the language model service, i.e. Z.AI or the mock) map to gateway statuses:
+Upstream failures (the language model service, i.e. Z.AI or the mock) are answered so that an
+OpenAI client does the right thing: a refusal that would come back the same (the content
+filter, an invalid request, an unknown model) is a 4xx that clients do not retry, with Z.AI's
+business code as ``code``; a rate limit is 429 and an overload 503, both with ``Retry-After``;
+an outage is 502/503/504. ``x-should-retry: false`` tells OpenAI's clients not to retry a 429
+or 5xx that would not change (a used-up quota, a wrong endpoint). ``code`` is the upstream
+business code when there is one, else the name in the table (docs/design/0603 has the same
+table):
 
-========================================  ======  ===============================
-error                                     status  ``code``
-========================================  ======  ===============================
-UpstreamBusyError (no slot in time)       503     ``upstream_busy``
-RateLimitError (1302... after retries)    503     ``upstream_rate_limited``
-QuotaExceededError                        503     ``upstream_quota_exceeded``
-APITimeoutError                           504     ``upstream_timeout``
-APIConnectionError                        502     ``upstream_unreachable``
-AuthenticationError                       502     ``upstream_auth_failed``
-InsufficientBalanceError                  502     ``upstream_account_unusable``
-ContentFilterError                        502     ``content_filter``
-anything else from upstream               502     ``upstream_error``
-StoreUnavailableError (the database)      503     ``store_unavailable``
-ConfigError                               500     ``configuration_error``
-any other exception                       500     ``internal_error``
-========================================  ======  ===============================
+====================================  ===  =====================  =========================  =====
+error (Z.AI business codes)                ``type``               ``code`` without one       retry
+====================================  ===  =====================  =========================  =====
+ContentFilterError 1301               400  invalid_request_error  content_filter
+BadRequestError 1210-1215, 1261, 400  400  invalid_request_error  upstream_bad_request
+BadRequestError 1220 (no permission)  403  permission_error       upstream_no_permission     never
+NotFoundError 1211 (unknown model)    400  invalid_request_error  model_not_found
+AuthenticationError 1000-1004, 401    403  permission_error       upstream_auth_failed       never
+InsufficientBalanceError 1110-1121    403  permission_error       upstream_account_unusable  never
+QuotaExceededError 1309, 1311         403  permission_error       upstream_plan              never
+QuotaExceededError 1304, 1308, 1310   429  insufficient_quota     quota_exceeded             never
+RateLimitError 1302, 1303, bare 429   429  rate_limit_error       rate_limited               wait
+RateLimitError 1305, 1312 (overload)  503  server_error           upstream_overloaded        wait
+UpstreamBusyError (no slot in time)   503  server_error           upstream_busy              wait
+StoreUnavailableError (database)      503  server_error           store_unavailable          wait
+NotFoundError 1221, 1222, 404         502  upstream_error         upstream_not_found         never
+ServerError 5xx, 500, 1230, 1234      502  upstream_error         upstream_error
+ResponseValidationError               502  upstream_error         upstream_invalid_response
+APIConnectionError                    502  upstream_error         upstream_unreachable
+APITimeoutError                       504  upstream_error         upstream_timeout
+ConfigError                           500  server_error           configuration_error        never
+any other exception                   500  server_error           internal_error
+====================================  ===  =====================  =========================  =====
+
+"wait": ``Retry-After`` in whole seconds, what the upstream (or the slot queue) asked for, else
+1 (a 429 or 503 of another row carries it too when the upstream gave one). "never":
+``x-should-retry: false``. Other 5xx are left to the client's own retry policy. The service's
+own client already retried the transient failures (``LLM_MAX_RETRIES``) before any of these.
 
 Messages come from :class:`~generic_framework.wire.errors.GLMError`, which are already
 redacted, and go through :func:`~generic_framework.wire.errors.redact` once more; an unexpected
@@ -40,7 +59,8 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -52,12 +72,16 @@ from generic_framework.wire.errors import (
     APIError,
     APITimeoutError,
     AuthenticationError,
+    BadRequestError,
     ConfigError,
     ContentFilterError,
     GLMError,
     InsufficientBalanceError,
+    NotFoundError,
     QuotaExceededError,
     RateLimitError,
+    ResponseValidationError,
+    ServerError,
     StoreUnavailableError,
     UpstreamBusyError,
     redact,
@@ -132,35 +156,107 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-_UPSTREAM: tuple[tuple[type[GLMError], int, str, str], ...] = (
-    (UpstreamBusyError, 503, "upstream_busy", "too many calls to the language model at once"),
-    (RateLimitError, 503, "upstream_rate_limited", "the language model service is busy"),
-    (QuotaExceededError, 503, "upstream_quota_exceeded", "the API plan's quota is used up"),
-    (APITimeoutError, 504, "upstream_timeout", "the language model service timed out"),
-    (APIConnectionError, 502, "upstream_unreachable", "the language model service is unreachable"),
-    (AuthenticationError, 502, "upstream_auth_failed", "the service's API key was refused"),
-    (InsufficientBalanceError, 502, "upstream_account_unusable", "the API account is unusable"),
-    (ContentFilterError, 502, "content_filter", "content moderation blocked the answer"),
-    (APIError, 502, "upstream_error", "the language model service failed"),
-    (StoreUnavailableError, 503, "store_unavailable", "the conversation database is unavailable"),
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """How one kind of upstream failure is answered (the table of the module docstring)."""
+
+    cls: type[GLMError]
+    status: int
+    type: str
+    code: str
+    summary: str
+    codes: frozenset[str] = frozenset()  # only these business codes; empty: any
+    retry: Literal["client", "wait", "never"] = "client"
+
+
+def _only(*codes: str) -> frozenset[str]:
+    return frozenset(codes)
+
+
+_INVALID, _PERMISSION, _UPSTREAM_TYPE = (
+    "invalid_request_error",
+    "permission_error",
+    "upstream_error",
 )
+_RULES: tuple[_Rule, ...] = (
+    _Rule(ContentFilterError, 400, _INVALID, "content_filter", "content moderation refused it"),
+    _Rule(BadRequestError, 403, _PERMISSION, "upstream_no_permission",
+          "the API key may not use this", _only("1220"), "never"),
+    _Rule(BadRequestError, 400, _INVALID, "upstream_bad_request",
+          "the language model service refused the request"),
+    _Rule(NotFoundError, 400, _INVALID, "model_not_found",
+          "the persona's model does not exist", _only("1211")),
+    _Rule(NotFoundError, 502, _UPSTREAM_TYPE, "upstream_not_found",
+          "the language model API was not found (check OPENAI_BASE_URL)", retry="never"),
+    _Rule(AuthenticationError, 403, _PERMISSION, "upstream_auth_failed",
+          "the service's API key was refused", retry="never"),
+    _Rule(InsufficientBalanceError, 403, _PERMISSION, "upstream_account_unusable",
+          "the API account is unusable", retry="never"),
+    _Rule(QuotaExceededError, 403, _PERMISSION, "upstream_plan",
+          "the API plan does not allow this", _only("1309", "1311"), "never"),
+    _Rule(QuotaExceededError, 429, "insufficient_quota", "quota_exceeded",
+          "the API plan's quota is used up", retry="never"),
+    _Rule(UpstreamBusyError, 503, "server_error", "upstream_busy",
+          "too many calls to the language model at once", retry="wait"),
+    _Rule(RateLimitError, 503, "server_error", "upstream_overloaded",
+          "the language model is overloaded", _only("1305", "1312"), "wait"),
+    _Rule(RateLimitError, 429, "rate_limit_error", "rate_limited",
+          "the language model service is rate limiting", retry="wait"),
+    _Rule(StoreUnavailableError, 503, "server_error", "store_unavailable",
+          "the conversation database is unavailable", retry="wait"),
+    _Rule(ServerError, 502, _UPSTREAM_TYPE, "upstream_error",
+          "the language model service failed"),
+    _Rule(ResponseValidationError, 502, _UPSTREAM_TYPE, "upstream_invalid_response",
+          "the language model service sent an unreadable answer"),
+    _Rule(APITimeoutError, 504, _UPSTREAM_TYPE, "upstream_timeout",
+          "the language model service timed out"),
+    _Rule(APIConnectionError, 502, _UPSTREAM_TYPE, "upstream_unreachable",
+          "the language model service is unreachable"),
+    _Rule(APIError, 502, _UPSTREAM_TYPE, "upstream_error", "the language model service failed"),
+)  # fmt: skip
+
+
+def _rule_for(exc: BaseException) -> _Rule | None:
+    code = getattr(exc, "code", None)
+    for rule in _RULES:
+        if isinstance(exc, rule.cls) and (not rule.codes or code in rule.codes):
+            return rule
+    return None
+
+
+def _retry_headers(rule: _Rule, exc: GLMError) -> dict[str, str]:
+    headers = {}
+    wait = exc.retry_after
+    if rule.retry == "wait" or (wait is not None and wait > 0 and rule.status in (429, 503)):
+        headers["Retry-After"] = str(max(1, math.ceil(wait or 0)))
+    if rule.retry == "never":
+        headers["x-should-retry"] = "false"
+    return headers
 
 
 def map_exception(exc: BaseException) -> ServiceError:
     """Translate any exception raised while answering into the :class:`ServiceError` to send."""
     if isinstance(exc, ServiceError):
         return exc
-    for cls, status, code, summary in _UPSTREAM:
-        if isinstance(exc, cls):
-            headers = {}
-            retry_after = exc.retry_after
-            if status == 503 and retry_after is not None and retry_after > 0:
-                headers["Retry-After"] = str(math.ceil(retry_after))
-            kind = "upstream_error" if isinstance(exc, APIError) else "server_error"
-            return ServiceError(status, f"{summary}: {exc}", type_=kind, code=code, headers=headers)
+    rule = _rule_for(exc)
+    if rule is not None:
+        assert isinstance(exc, GLMError)
+        return ServiceError(
+            rule.status,
+            f"{rule.summary}: {exc}",
+            type_=rule.type,
+            code=exc.code or rule.code,
+            headers=_retry_headers(rule, exc),
+        )
     if isinstance(exc, ConfigError):
         logger.error("configuration error while answering: %s", exc)
-        return ServiceError(500, str(exc), type_="server_error", code="configuration_error")
+        return ServiceError(
+            500,
+            str(exc),
+            type_="server_error",
+            code="configuration_error",
+            headers={"x-should-retry": "false"},
+        )
     logger.exception("unexpected error while answering", exc_info=exc)
     return internal_error()
 

@@ -1,10 +1,13 @@
-"""``GET /v1/bot``: what the web page needs before the first message.
+"""``GET /v1/bot``: what the page needs to know about the bot before the first message.
 
-``{"offline": bool, "default_persona": "<name>", "examples": ["<recorded question>", ...]}``:
-``offline`` is true when the service has no API key (its answers can only come from recorded
-fixtures); ``examples`` are then the recorded questions of the default persona. The default
-persona is ``BOT_DEFAULT_PERSONA`` when it names a served persona, else the first persona (by
-name) whose web search is not off, else the first persona.
+Exactly ``{"offline": bool, "default_persona": "<name>" | null, "examples": ["...", ...]}``:
+
+- ``offline``: answers come from the embedded mock's recorded fixtures (``generic-framework
+  serve`` without an API key, or with ``--mock``), not from Z.AI.
+- ``default_persona``: ``BOT_DEFAULT_PERSONA``, else the first persona (by name) whose web
+  search is on, else the first persona; ``null`` only when no persona is served.
+- ``examples``: offline, the questions the fixtures have recorded answers for with the default
+  persona (best demonstrations first); online, none.
 """
 
 from __future__ import annotations
@@ -14,38 +17,53 @@ from collections.abc import Mapping
 from starlette.requests import Request
 from starlette.responses import Response
 
+from generic_framework.config import Settings
 from generic_framework.service.schemas import BotInfoOut
 from generic_framework.service.state import PersonaLike, state_of
+from generic_framework.wire.errors import ConfigError
 
-__all__ = ["bot_info", "default_persona"]
+__all__ = ["bot_info", "default_persona", "recorded_examples"]
 
 
 def _searches(persona: PersonaLike) -> bool:
-    web = getattr(persona, "web_search", None)
-    return web is not None and getattr(web, "mode", None) != "off"
+    search = getattr(persona, "web_search", None)
+    return search is not None and getattr(search, "mode", "off") != "off"
 
 
-def default_persona(configured: str, personas: Mapping[str, PersonaLike]) -> str:
-    """The persona the page starts with ("" when none is served)."""
-    if configured in personas:
-        return configured
+def default_persona(settings: Settings, personas: Mapping[str, PersonaLike]) -> str | None:
+    """The persona offered first (see the module docstring).
+
+    Raises:
+        ConfigError: ``BOT_DEFAULT_PERSONA`` names no served persona.
+    """
+    chosen = settings.bot_default_persona
+    if chosen is not None:
+        if chosen not in personas:
+            known = ", ".join(sorted(personas)) or "none"
+            raise ConfigError(f"BOT_DEFAULT_PERSONA {chosen!r} is not a persona (known: {known})")
+        return chosen
     names = sorted(personas)
     searching = [name for name in names if _searches(personas[name])]
-    return (searching or names or [""])[0]
+    ranked = searching or names
+    return ranked[0] if ranked else None
 
 
-def _examples(persona: str, coding: bool) -> list[str]:
-    from generic_framework.mock import bundled_examples
+def recorded_examples(settings: Settings, persona: str | None) -> tuple[str, ...]:
+    """The bundled fixtures' questions for ``persona`` on the configured kind of endpoint."""
+    if persona is None:
+        return ()
+    from generic_framework.mock import bundled_examples  # only offline: fixtures load on use
 
-    return bundled_examples(persona=persona, endpoint="coding" if coding else "general")
+    endpoint = "coding" if settings.is_coding_endpoint else "general"
+    return tuple(bundled_examples(persona=persona, endpoint=endpoint))
 
 
 async def bot_info(request: Request) -> Response:
-    """``GET /v1/bot``: offline or not, the default persona, the recorded questions."""
+    """``GET /v1/bot``: ``{"offline", "default_persona", "examples"}``."""
     state = state_of(request)
-    settings = state.settings
-    offline = not settings.has_api_key
-    default = default_persona(settings.bot_default_persona, state.personas)
-    examples = _examples(default, settings.is_coding_endpoint) if offline and default else []
-    body = BotInfoOut(offline=offline, default_persona=default, examples=examples)
+    body = BotInfoOut(
+        offline=state.offline,
+        default_persona=state.default_persona,
+        examples=list(state.examples),
+    )
     return Response(body.model_dump_json(), media_type="application/json")

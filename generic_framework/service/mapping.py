@@ -22,6 +22,7 @@ from generic_framework.service.schemas import (
     TurnRecordOut,
     UsageOut,
 )
+from generic_framework.service.sources import sources_footer
 from generic_framework.store.base import StoredMessage, StoredTurn
 from generic_framework.wire.messages import AssistantMessage, WebSearchResult
 
@@ -84,14 +85,21 @@ def reply_web_search(reply: Reply) -> list[WebSearchResult]:
     ]
 
 
-def chat_completion(reply: Reply, model: str, conversation_id: str | None) -> ChatCompletionOut:
-    """The ``chat.completion`` body of a reply; ``model`` is the persona's name."""
+def chat_completion(
+    reply: Reply, model: str, conversation_id: str | None, *, footer: bool = False
+) -> ChatCompletionOut:
+    """The ``chat.completion`` body of a reply; ``model`` is the persona's name.
+
+    With ``footer`` the content ends with the reply's "Sources:" list, if it has sources
+    (:func:`~generic_framework.service.sources.sources_footer`).
+    """
+    content = reply.content + (sources_footer(reply.citations) if footer else "")
     return ChatCompletionOut(
         id=completion_id(),
         created=int(time.time()),
         model=model,
         choices=[
-            ChoiceOut(message=MessageOut(content=reply.content), finish_reason=finish_reason(reply))
+            ChoiceOut(message=MessageOut(content=content), finish_reason=finish_reason(reply))
         ],
         usage=reply_usage(reply),
         web_search=reply_web_search(reply),

@@ -35,6 +35,7 @@ __all__ = ["openapi_document"]
 _REF = "#/components/schemas/{model}"
 _REQUESTS: tuple[type[BaseModel], ...] = (ChatCompletionRequest, TurnRequest)
 _RESPONSES: tuple[type[BaseModel], ...] = (
+    BotInfoOut,
     ChatCompletionOut,
     ChatCompletionChunkOut,
     TurnOut,
@@ -70,22 +71,29 @@ def _json_content(model: type[BaseModel]) -> dict[str, Any]:
 
 def _errors(*statuses: int) -> dict[str, Any]:
     text = {
-        400: "Invalid request (bad JSON, a field, a message too long)",
+        400: "Invalid request (bad JSON, a field, a message too long, a Host not in "
+        "BOT_ALLOWED_HOSTS), or the language model service refused it (content filter, invalid "
+        "request, unknown model; `code` is Z.AI's)",
         401: "Missing or wrong bearer token",
+        403: "Another site's Origin, or the service's API account may not do this",
         404: "Unknown persona or conversation",
         408: "The request body arrived too slowly",
         413: "Body larger than BOT_MAX_BODY",
-        502: "The language model service failed or refused",
-        503: "The language model service is rate limiting (after retries)",
+        415: "A state-changing request that is not application/json",
+        429: "Rate limited or quota used up upstream (Retry-After when waiting helps)",
+        502: "The language model service failed or cannot be reached",
+        503: "The language model is overloaded, or no upstream slot (Retry-After)",
         504: "The language model service timed out",
     }
     return {str(s): {"description": text[s], "content": _json_content(ErrorOut)} for s in statuses}
 
 
-_TURN_ERRORS = (400, 401, 404, 408, 413, 502, 503, 504)
+_TURN_ERRORS = (400, 401, 403, 404, 408, 413, 415, 429, 502, 503, 504)
 _STREAM_DOC = (
     "With `stream: true`: `text/event-stream` of `data: <ChatCompletionChunkOut>` frames ending "
-    'with `data: [DONE]`; a failure after the first frame is a `data: {"error": ...}` frame.'
+    'with `data: [DONE]`; a failure after the first frame is a `data: {"error": ...}` frame. '
+    "`: keep-alive` comments fill silences (BOT_STREAM_KEEPALIVE); a client that disconnects "
+    "cancels the turn."
 )
 
 
@@ -118,8 +126,8 @@ def _paths() -> dict[str, Any]:
         },
         "/v1/bot": {
             "get": _op(
-                "What the web page shows first: offline or not, the default persona, the "
-                "recorded questions",
+                "Offline (the embedded mock answers), the persona to offer first, and offline "
+                "the recorded questions",
                 {"200": _ok(BotInfoOut), **_errors(401)},
             )
         },
@@ -169,7 +177,7 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
         "/v1/conversations": {
             "get": _op(
                 "Stored conversations, most recently updated first, a page at a time",
-                {"200": _ok(ConversationListOut), **_errors(400, 401)},
+                {"200": _ok(ConversationListOut), **_errors(400, 401, 403)},
                 parameters=_PAGE,
             )
         },
@@ -191,12 +199,12 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
             "get": _op(
                 "A stored conversation: its persona, messages and turns (input as typed, "
                 "answer, sources)",
-                {"200": _ok(ConversationOut), **_errors(400, 401, 404)},
+                {"200": _ok(ConversationOut), **_errors(400, 401, 403, 404)},
                 parameters=[conversation_id],
             ),
             "delete": _op(
                 "Delete a conversation",
-                {"204": {"description": "Deleted"}, **_errors(400, 401, 404)},
+                {"204": {"description": "Deleted"}, **_errors(400, 401, 403, 404, 415)},
                 parameters=[conversation_id],
             ),
         },

@@ -11,11 +11,19 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
+from generic_framework.core.history import HistoryItem, foreign_history
 from generic_framework.limits import check_conversation_id, wording
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.schemas import ChatMessageIn
 
-__all__ = ["checked_text", "content_text", "last_user_text", "parse_body", "path_conversation_id"]
+__all__ = [
+    "checked_text",
+    "content_text",
+    "earlier_messages",
+    "last_user_text",
+    "parse_body",
+    "path_conversation_id",
+]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -83,3 +91,45 @@ def checked_text(text: str, max_chars: int, *, param: str) -> str:
             code="message_too_long",
         )
     return text
+
+
+def earlier_messages(
+    messages: list[ChatMessageIn], max_chars: int, *, allow_system: bool
+) -> list[HistoryItem]:
+    """The messages before the last one, as the turn's foreign history (docs/design/0602).
+
+    Each user and system message must fit ``max_chars`` (BOT_MAX_MESSAGE_CHARS), like the last
+    one; assistant messages (the model's own answers) and the number of messages are not
+    limited here: the body limit bounds them, and the persona keeps the last HISTORY_TURNS.
+
+    Raises:
+        ServiceError: 400 naming ``messages[i]``: invalid content, a message too long, or
+            system messages the persona refuses (``system_not_allowed``).
+    """
+    items: list[HistoryItem] = [m.model_dump(exclude_none=True) for m in messages[:-1]]
+    try:
+        foreign = foreign_history(items, name="messages")
+    except ValueError as exc:
+        raise ServiceError(400, str(exc), param="messages", code="invalid_message") from None
+    for index, message in enumerate(messages[:-1]):
+        if message.role != "assistant":
+            _check_length(content_text(message.content), max_chars, f"messages[{index}]")
+    if foreign.system and not allow_system:
+        raise ServiceError(
+            400,
+            "this persona does not accept system messages from the client "
+            "(allow_client_system = false in its persona file); send user messages only",
+            param="messages",
+            code="system_not_allowed",
+        )
+    return items
+
+
+def _check_length(text: str, max_chars: int, where: str) -> None:
+    if len(text) > max_chars:
+        raise ServiceError(
+            400,
+            f"{where} has {len(text)} characters; the limit is {max_chars} (BOT_MAX_MESSAGE_CHARS)",
+            param="messages",
+            code="message_too_long",
+        )

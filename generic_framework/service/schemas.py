@@ -62,16 +62,21 @@ class ChatMessageIn(BaseModel):
 class ChatCompletionRequest(BaseModel):
     """``POST /v1/chat/completions``: OpenAI's request; ``model`` names a persona.
 
-    ``conversation_id`` is an extension: when set, the server-held history of that conversation
-    is used (the request's earlier messages are ignored) and the turn is stored.
+    The messages before the last are the turn's history. ``conversation_id`` is an extension:
+    when set, the server-held history of that conversation is used (the request's earlier
+    messages are ignored) and the turn is stored. ``sources_footer`` (an extension) turns the
+    reply's "Sources:" list on or off for this request; ``BOT_SOURCES_FOOTER`` decides when it
+    is absent.
     """
 
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1, max_length=200)
-    messages: list[ChatMessageIn] = Field(min_length=1, max_length=500)
+    # No cap on the count: the body limit bounds it, and the persona keeps HISTORY_TURNS.
+    messages: list[ChatMessageIn] = Field(min_length=1)
     stream: StrictBool = False
     conversation_id: ConversationId | None = None
+    sources_footer: StrictBool | None = None
 
 
 class TurnRequest(BaseModel):
@@ -248,14 +253,6 @@ class ConversationListOut(BaseModel):
     next_before: str | None = None
 
 
-class BotInfoOut(BaseModel):
-    """``GET /v1/bot``: what the web page shows before the first message."""
-
-    offline: bool
-    default_persona: str
-    examples: list[str] = Field(default_factory=list)
-
-
 class ModelOut(BaseModel):
     """One persona, listed as a model."""
 
@@ -271,6 +268,17 @@ class ModelListOut(BaseModel):
 
     object: Literal["list"] = "list"
     data: list[ModelOut]
+
+
+class BotInfoOut(BaseModel):
+    """``GET /v1/bot``: whether answers are recorded ones, the persona to offer first, and
+    (offline) the questions that have recorded answers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    offline: bool
+    default_persona: str | None
+    examples: list[str]
 
 
 class HealthOut(BaseModel):

@@ -46,6 +46,8 @@ from generic_framework.telemetry.logs import configure_logging
 from generic_framework.telemetry.tracing import setup_tracing
 from generic_framework.wire.errors import ConfigError, redact
 
+logger = logging.getLogger("generic_framework.service")
+
 __all__ = [
     "GRACEFUL_SHUTDOWN",
     "HEAD_TIMEOUT",
@@ -228,13 +230,21 @@ class _RedactingFilter(logging.Filter):
         return True
 
 
-def run(settings: Settings, host: str | None = None, port: int | None = None) -> None:
+def run(
+    settings: Settings,
+    host: str | None = None,
+    port: int | None = None,
+    *,
+    offline_notice: str | None = None,
+) -> None:
     """Serve the bot until interrupted (what ``generic-framework serve`` calls).
 
     Args:
         settings: the configuration; ``host`` and ``port`` default to ``BOT_HOST``/``BOT_PORT``.
         host: the interface to bind.
         port: the port (0 picks a free one).
+        offline_notice: set when ``settings`` point at the embedded mock: logged at start-up,
+            and ``GET /v1/bot`` then reports ``offline: true`` with the recorded questions.
 
     The app builds its :class:`~generic_framework.runtime.Runtime` from ``settings`` and closes
     it at shutdown (:func:`~generic_framework.service.create_app`). Logs go to stderr as text
@@ -253,7 +263,9 @@ def run(settings: Settings, host: str | None = None, port: int | None = None) ->
     try:
         configure_logging(settings.log_level, settings.log_format)
         setup_tracing(os.environ)  # the entry point: OpenTelemetry reads its own variables
-        app = create_app(settings, environ=os.environ)
+        if offline_notice is not None:
+            logger.warning("%s", offline_notice)
+        app = create_app(settings, environ=os.environ, offline=offline_notice is not None)
         config = uvicorn_config(app, settings, host, port)
     except BaseException:
         for sock in sockets:

@@ -8,7 +8,7 @@ same store and locks, so there is one store and one lock system per app.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, cast
 
@@ -16,6 +16,7 @@ from starlette.requests import Request
 
 from generic_framework.config import Settings
 from generic_framework.core.events import PersonaEvent
+from generic_framework.core.history import HistoryItem
 from generic_framework.core.reply import Reply
 from generic_framework.runtime import Runtime
 
@@ -40,12 +41,27 @@ class PersonaLike(Protocol):
         """One line for ``/v1/models``."""
         ...
 
-    async def respond(self, text: str, *, conversation_id: str | None = None) -> Reply:
-        """Answer one user message."""
+    @property
+    def allow_client_system(self) -> bool:
+        """Whether a request's system messages are accepted (after the persona's prompt)."""
+        ...
+
+    async def respond(
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[HistoryItem] | None = None,
+    ) -> Reply:
+        """Answer one user message (``history``: the earlier messages of a stateless request)."""
         ...
 
     def stream(
-        self, text: str, *, conversation_id: str | None = None
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[HistoryItem] | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as events ending with ``Done``; closable (``aclose``)."""
         ...
@@ -60,11 +76,17 @@ class ServiceState:
         personas: persona name -> persona; the names are the API's model ids.
         owns_runtime: True when the app built the runtime and closes it at shutdown; a
             runtime given to :func:`~generic_framework.service.create_app` is borrowed.
+        offline: answers come from the embedded mock (``serve`` without a key, or ``--mock``).
+        default_persona: the persona offered first (``GET /v1/bot``; service/info.py).
+        examples: offline, the questions the mock has recorded answers for.
     """
 
     runtime: Runtime
     personas: Mapping[str, PersonaLike]
     owns_runtime: bool
+    offline: bool = False
+    default_persona: str | None = None
+    examples: tuple[str, ...] = ()
 
     @property
     def settings(self) -> Settings:

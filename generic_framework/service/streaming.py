@@ -1,21 +1,35 @@
 """Streamed turns: persona events as OpenAI ``chat.completion.chunk`` server-sent events.
 
-:func:`event_stream` waits for the turn's first event before committing to a 200 stream, so a
-failure before anything was produced (the upstream refused, timed out, was rate limited) is
-raised to the app's exception handler and gets its proper status and body. Once the headers
-went out, a failure becomes a ``data: {"error": {...}}`` frame and the stream ends without
-``[DONE]`` (what OpenAI's and Z.AI's clients raise on).
+A :class:`TurnStream` is the response of a streamed request (docs/design/0607):
+
+1. The turn runs in a task of its own from the start, its events queued for the response.
+2. The response waits up to ``grace`` seconds (``BOT_STREAM_GRACE``) for the first event. A
+   failure within that window (the upstream refused, was rate limited, no slot was free) is
+   raised to the app's exception handler and gets its proper status and body. Otherwise the 200
+   headers and the opening chunk go out, at the latest when the window ends.
+3. One frame per event: text, progress (``round_started``, ``tool_finished``), then the finish
+   chunk and ``[DONE]``. When nothing was sent for ``keepalive`` seconds
+   (``BOT_STREAM_KEEPALIVE``: a long web search, a slow tool), an SSE comment
+   ``: keep-alive`` is. A failure after the headers becomes a ``data: {"error": {...}}`` frame
+   and the stream ends without ``[DONE]`` (what OpenAI's and Z.AI's clients raise on).
+4. The response listens for ``http.disconnect`` itself, whatever the server's ASGI version
+   (Starlette's ``StreamingResponse`` does so only below ASGI 2.4, and then cancels through an
+   anyio scope, which cancels every await of the turn's clean-up again). On a disconnect the
+   turn's task is cancelled once: the upstream response is closed, the conversation's lock and
+   the upstream slot are released, and nothing of the turn is stored.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
-import anyio
-from starlette.responses import StreamingResponse
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.reply import Reply
@@ -34,22 +48,38 @@ from generic_framework.service.schemas import (
     ProgressOut,
     ReplySummaryOut,
 )
+from generic_framework.service.sources import sources_footer
 from generic_framework.wire.errors import ToolLoopError
 
-__all__ = ["SSE_HEADERS", "StreamWriter", "event_stream", "sse_body"]
+__all__ = ["DONE", "KEEPALIVE", "SSE_HEADERS", "StreamWriter", "TurnStream", "turn_stream"]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 """No caching, and no buffering by a reverse proxy (nginx honours ``X-Accel-Buffering``)."""
 
+KEEPALIVE = b": keep-alive\n\n"
+"""An SSE comment: clients ignore it; proxies and load balancers see the connection alive."""
+
+DONE = b"data: [DONE]\n\n"
+
 
 class StreamWriter:
-    """Encodes persona events as ``chat.completion.chunk`` SSE frames of one completion."""
+    """Encodes persona events as ``chat.completion.chunk`` SSE frames of one completion.
 
-    def __init__(self, model: str, conversation_id: str | None = None) -> None:
+    Args:
+        model: the persona's name (the API's model id).
+        conversation_id: the conversation the turn is stored in, if any.
+        footer: send the reply's "Sources:" list as a last content delta (``/v1/chat/
+            completions``; see :mod:`~generic_framework.service.sources`).
+    """
+
+    def __init__(
+        self, model: str, conversation_id: str | None = None, *, footer: bool = False
+    ) -> None:
         self.id = completion_id()
         self.created = int(time.time())
         self.model = model
         self.conversation_id = conversation_id
+        self.footer = footer
 
     def _frame(self, choice: ChunkChoiceOut, **extra: Any) -> bytes:
         chunk = ChatCompletionChunkOut(
@@ -62,11 +92,14 @@ class StreamWriter:
         delta = ChunkDeltaOut(role="assistant", content="")
         return self._frame(ChunkChoiceOut(delta=delta), conversation_id=self.conversation_id)
 
+    def text(self, text: str) -> bytes:
+        """A content delta."""
+        return self._frame(ChunkChoiceOut(delta=ChunkDeltaOut(role="assistant", content=text)))
+
     def event(self, event: PersonaEvent) -> bytes:
-        """The frame for one persona event."""
+        """The frames for one persona event (for ``Done``: the footer, if any, and the end)."""
         if isinstance(event, TextDelta):
-            delta = ChunkDeltaOut(role="assistant", content=event.text)
-            return self._frame(ChunkChoiceOut(delta=delta))
+            return self.text(event.text)
         if isinstance(event, RoundStarted):
             progress = ProgressOut(event="round_started", round=event.round, tools=event.tools)
             return self._frame(ChunkChoiceOut(), progress=progress)
@@ -75,7 +108,8 @@ class StreamWriter:
                 event="tool_finished", name=event.name, ok=event.ok, ms=round(event.ms, 1)
             )
             return self._frame(ChunkChoiceOut(), progress=progress)
-        return self.done(event.reply)
+        footer = sources_footer(event.reply.citations) if self.footer else ""
+        return (self.text(footer) if footer else b"") + self.done(event.reply)
 
     def done(self, reply: Reply) -> bytes:
         """The last chunk: ``finish_reason``, ``usage``, ``web_search`` and the stored reply."""
@@ -99,53 +133,137 @@ class StreamWriter:
         return b"data: " + json.dumps(map_exception(exc).body()).encode() + b"\n\n"
 
 
-async def sse_body(
-    writer: StreamWriter, first: PersonaEvent, events: AsyncGenerator[PersonaEvent, None]
-) -> AsyncIterator[bytes]:
-    """The SSE body: opening chunk, one frame per event, ``[DONE]``; closes ``events``.
+class _Quiet:
+    """Nothing arrived in time (see :func:`_next`)."""
 
-    Closing the turn's event generator ends the turn, which releases its conversation's lock,
-    also when the client disconnects mid-stream (the turn is then cancelled, nothing stored).
+
+_QUIET = _Quiet()
+_Item = PersonaEvent | Exception
+
+
+async def _run(events: AsyncGenerator[PersonaEvent, None], queue: asyncio.Queue[_Item]) -> None:
+    """Run the turn: queue its events up to ``Done``, or the exception that ended it.
+
+    The generator is iterated and closed in this one task; a cancellation arrives once, at the
+    turn's current await, and its clean-up (locks, the upstream response) runs undisturbed.
     """
     try:
-        yield writer.start()
-        yield writer.event(first)
-        if not isinstance(first, Done):
-            async for event in events:
-                yield writer.event(event)
+        async with contextlib.aclosing(events) as running:
+            async for event in running:
+                await queue.put(event)
                 if isinstance(event, Done):
-                    break
-        yield b"data: [DONE]\n\n"
+                    return
+        await queue.put(ToolLoopError("the turn ended without a reply"))
     except Exception as exc:
-        yield writer.error(exc)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await events.aclose()
+        await queue.put(exc)
 
 
-async def _first_event(events: AsyncGenerator[PersonaEvent, None]) -> PersonaEvent:
-    """The turn's first event; on any failure the generator is closed and the error raised."""
+async def _next(queue: asyncio.Queue[_Item], seconds: float) -> _Item | _Quiet:
+    """The next item, or :data:`_QUIET` after ``seconds`` (``Queue.get`` loses nothing)."""
     try:
-        first = await anext(events, None)
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await events.aclose()
-        raise
-    if first is None:
-        raise ToolLoopError("the turn ended without a reply")
-    return first
+        async with asyncio.timeout(seconds):
+            return await queue.get()
+    except TimeoutError:
+        return _QUIET
 
 
-async def event_stream(
-    events: AsyncGenerator[PersonaEvent, None], model: str, conversation_id: str | None
-) -> StreamingResponse:
-    """A 200 ``text/event-stream`` of the turn's ``events``, once its first event is there.
+async def _disconnected(receive: Receive) -> None:
+    """Return when the client has gone (the request's body was read by the endpoint)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
-    Raises:
-        Exception: whatever the turn raised before its first event (for the exception handler).
+
+async def _body(send: Send, data: bytes, *, more: bool = True) -> None:
+    await send({"type": "http.response.body", "body": data, "more_body": more})
+
+
+class TurnStream(Response):
+    """The ``text/event-stream`` response of one streamed turn (see the module docstring).
+
+    Args:
+        events: the turn (``persona.stream(...)``), not started yet; this response runs it.
+        writer: encodes its events.
+        grace: seconds to wait for the first event before the headers go out.
+        keepalive: longest silence on the stream, in seconds, before a ``: keep-alive``.
     """
-    first = await _first_event(events)
-    writer = StreamWriter(model, conversation_id)
-    return StreamingResponse(
-        sse_body(writer, first, events), media_type="text/event-stream", headers=SSE_HEADERS
-    )
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        events: AsyncGenerator[PersonaEvent, None],
+        writer: StreamWriter,
+        *,
+        grace: float,
+        keepalive: float,
+    ) -> None:
+        self.events = events
+        self.writer = writer
+        self.grace = grace
+        self.keepalive = keepalive
+        self.status_code = 200
+        self.background = None
+        self.init_headers(SSE_HEADERS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the turn and relay it until ``[DONE]``, a failure, or the client leaving.
+
+        Raises:
+            Exception: what the turn raised within the grace window (no byte was sent yet).
+        """
+        queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=1)
+        turn = asyncio.create_task(_run(self.events, queue))
+        relay = asyncio.create_task(self._relay(send, queue))
+        gone = asyncio.create_task(_disconnected(receive))
+        try:
+            await asyncio.wait((relay, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (relay, gone, turn):
+                task.cancel()
+            await asyncio.gather(relay, gone, turn, return_exceptions=True)
+        if relay.cancelled() or isinstance(relay.exception(), OSError):
+            return  # the client went away (an OSError: while a frame was being written)
+        failure = relay.result()
+        if failure is not None:
+            raise failure
+
+    async def _relay(self, send: Send, queue: asyncio.Queue[_Item]) -> Exception | None:
+        """Send the stream; return a failure that came before anything was sent."""
+        item = await _next(queue, self.grace)
+        if isinstance(item, Exception):
+            return item
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        await _body(send, self.writer.start())
+        if isinstance(item, _Quiet):  # the grace window is over: the opening chunk was sent
+            item = await _next(queue, self.keepalive)
+        while not await self._emit(send, item):
+            item = await _next(queue, self.keepalive)
+        return None
+
+    async def _emit(self, send: Send, item: _Item | _Quiet) -> bool:
+        """Send what ``item`` calls for; True once the stream is over."""
+        if isinstance(item, _Quiet):
+            await _body(send, KEEPALIVE)
+            return False
+        if isinstance(item, Exception):
+            await _body(send, self.writer.error(item), more=False)
+            return True
+        await _body(send, self.writer.event(item))
+        if isinstance(item, Done):
+            await _body(send, DONE, more=False)
+            return True
+        return False
+
+
+def turn_stream(
+    events: AsyncGenerator[PersonaEvent, None],
+    model: str,
+    conversation_id: str | None,
+    *,
+    grace: float,
+    keepalive: float,
+    footer: bool = False,
+) -> TurnStream:
+    """The :class:`TurnStream` of a turn's ``events`` (not started: the response runs it)."""
+    writer = StreamWriter(model, conversation_id, footer=footer)
+    return TurnStream(events, writer, grace=grace, keepalive=keepalive)

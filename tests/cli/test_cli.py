@@ -165,6 +165,8 @@ def test_interactive_session_over_piped_stdin(env: dict[str, str]) -> None:
     result = run(["chat"], env, stdin=script)
     assert result.returncode == 0, result.stderr
     assert "Nanaimo" in result.stdout and "Sources:" in result.stdout
+    # The streamed answer's [ref_N] markers were rewritten as they arrived.
+    assert "[ref_" not in result.stdout and "this afternoon [1]" in result.stdout
     assert "searching the web" in result.stderr
     assert "(new conversation" in result.stderr
     assert "Ottawa" in result.stdout

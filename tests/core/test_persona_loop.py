@@ -630,7 +630,7 @@ async def test_stream_and_respond_produce_the_same_reply(
         assert a["messages"] == b["messages"] and a["tools"] == b["tools"]
         assert (a["stream"], b["stream"]) == (False, True)
     text = "".join(e.text for e in events if isinstance(e, TextDelta))
-    assert text == "Let me check.Found [ref_1] and [ref_2]."
+    assert text == "Let me check.Found [1] and [2]."
     kinds = [type(e).__name__ for e in events if not isinstance(e, TextDelta)]
     assert kinds == ["RoundStarted", "ToolFinished", "ToolFinished", "Done"]
     stored_a, stored_b = await one.runtime.store.get("same"), await two.runtime.store.get("same")
@@ -702,3 +702,28 @@ async def test_web_search_false_turns_the_builtin_tool_off(
     persona = make_persona(settings, client_for(s), web_search=False)
     await persona.respond("// q")
     assert persona.web_search.mode == "off" and tool_names(s.requests[0]) == ["lookup"]
+
+
+async def test_streamed_markers_are_rewritten_as_they_arrive(
+    tmp_path: Any, script: MakeScript, client_for: MakeClient
+) -> None:
+    # Round 1 searched server-side and asked for a lookup; round 2 searched again, and its text
+    # streams before its sources arrive (on the last chunk). Its labels are its own search's, so
+    # while it streams they are numbered after round 1's two sources: what the book says too.
+    again = dict(source(1), link="https://ex.org/new")
+    conversation = script(
+        completion("Checking [ref_2].", tool_calls=[call("lookup", {"key": "a"})],
+                   web_search=[source(1), source(2)]),
+        completion("New: [ref_1], see [ref_1", web_search=[again]),
+    )  # fmt: skip
+    persona = make_persona(make_settings(tmp_path), client_for(conversation))
+    events = [e async for e in persona.stream("// a", conversation_id="c")]
+    pieces = [e.text for e in events if isinstance(e, TextDelta)]
+    assert "".join(pieces) == "Checking [2].New: [3], see [ref_1"
+    # No piece shows part of a marker; the unfinished one at the end comes out as written.
+    assert pieces[-1] == "[ref_1"
+    assert not any("ref" in piece or piece.endswith("[") for piece in pieces[:-1])
+    done = events[-1]
+    assert isinstance(done, Done)
+    assert done.reply.content == "New: [3], see [ref_1"
+    assert [c.url for c in done.reply.citations][2] == "https://ex.org/new"

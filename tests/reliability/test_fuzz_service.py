@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.parse
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from starlette.applications import Starlette
 
 from generic_framework.config import Settings
 from generic_framework.core.events import PersonaEvent
+from generic_framework.core.history import foreign_history
 from generic_framework.limits import CONVERSATION_ID_PATTERN, check_conversation_id, check_text
 from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
@@ -42,12 +43,18 @@ class CheckingPersona(FakePersona):
     """A scripted persona that refuses what a real one refuses, before answering."""
 
     def stream(
-        self, text: str, *, conversation_id: str | None = None
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         check_text(text)
         if conversation_id is not None:
             check_conversation_id(conversation_id)
-        return super().stream(text, conversation_id=conversation_id)
+        if history is not None:
+            foreign_history(history)
+        return super().stream(text, conversation_id=conversation_id, history=history)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +80,7 @@ def send(
 
     async def request() -> httpx.Response:
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=True)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bot") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             return await client.request(method, path, headers=headers, content=body)
 
     return asyncio.run(request())

@@ -14,7 +14,7 @@ from generic_framework.service import create_app
 def client(tmp_path: Path) -> httpx.AsyncClient:
     settings = Settings.defaults(bot_api_token=TOKEN, data_dir=tmp_path)
     app = create_app(settings, personas={"scout": FakePersona()})
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bot")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
 
 
 async def test_the_401_message_says_how_to_authenticate(tmp_path: Path) -> None:

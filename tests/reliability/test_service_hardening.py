@@ -97,7 +97,7 @@ ENDLESS_HEADER = b"X-Slow: " + b"a" * 4000
 
 def test_a_trickled_request_head_is_cut_off(live: tuple[str, int]) -> None:
     with socket.create_connection(live) as sock:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot\r\n")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         seconds, answer = trickle(sock, ENDLESS_HEADER, every=0.05, limit=5)
     assert seconds < SHORT + 1
     assert answer == b""  # closed, never answered
@@ -107,9 +107,9 @@ def test_a_trickled_second_request_on_a_kept_alive_connection_is_cut_off(
     live: tuple[str, int],
 ) -> None:
     with socket.create_connection(live) as sock:
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot\r\n\r\n")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         assert read_response(sock).startswith(b"HTTP/1.1 200")
-        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot\r\n")
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
         seconds, answer = trickle(sock, ENDLESS_HEADER, every=0.05, limit=5)
     assert seconds < SHORT + 1
     assert answer == b""
@@ -118,8 +118,8 @@ def test_a_trickled_second_request_on_a_kept_alive_connection_is_cut_off(
 def test_a_trickled_body_gets_408(live: tuple[str, int]) -> None:
     with socket.create_connection(live) as sock:
         sock.sendall(
-            b"POST /v1/chat/completions HTTP/1.1\r\nHost: bot\r\nContent-Type: application/json"
-            b"\r\nContent-Length: 4000\r\n\r\n{"
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"
         )
         seconds, answer = trickle(sock, b" " * 3000, every=0.05, limit=5)
     assert seconds < SHORT + 1
@@ -138,9 +138,9 @@ def test_the_shipped_body_timeout_is_30_seconds(tmp_path: Path) -> None:
 def test_the_service_process_cuts_off_a_trickled_head_with_its_defaults(tmp_path: Path) -> None:
     with mock_process(tmp_path) as mock, bot_process(tmp_path, mock) as bot:
         with socket.create_connection(("127.0.0.1", bot.port)) as sock:
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot\r\n\r\n")
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
             assert read_response(sock).startswith(b"HTTP/1.1 200")
-            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: bot\r\n")
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
             seconds, answer = trickle(sock, ENDLESS_HEADER, every=0.2, limit=HEAD_TIMEOUT + 10)
         assert seconds < HEAD_TIMEOUT + 2
         assert answer == b""
@@ -174,7 +174,7 @@ def read_response(sock: socket.socket) -> bytes:
 
 def test_413_for_a_declared_and_for_a_chunked_oversized_body(live: tuple[str, int]) -> None:
     head = (
-        b"POST /v1/chat/completions HTTP/1.1\r\nHost: bot\r\nConnection: close\r\n"
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
         b"Content-Type: application/json\r\n"
     )
     declared = raw(live, head + b"Content-Length: 100000\r\n\r\n")
@@ -190,7 +190,7 @@ def test_413_for_a_declared_and_for_a_chunked_oversized_body(live: tuple[str, in
 
 def head_of(size: int, path: str = "/healthz") -> bytes:
     """A GET request head of exactly ``size`` bytes (the blank line included)."""
-    start = f"GET {path} HTTP/1.1\r\nHost: bot\r\nConnection: close\r\nX-Pad: ".encode()
+    start = f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-Pad: ".encode()
     end = b"\r\n\r\n"
     return start + b"a" * (size - len(start) - len(end)) + end
 
@@ -235,7 +235,7 @@ def test_a_request_head_over_16_kib_gets_431_when_it_arrives_in_pieces(
 def test_an_oversized_pipelined_head_is_refused_after_the_first_answer(
     live: tuple[str, int],
 ) -> None:
-    first = b"GET /healthz HTTP/1.1\r\nHost: bot\r\n\r\n"
+    first = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
     answer = raw(live, first + head_of(20_000))
     assert answer.startswith(b"HTTP/1.1 200")
     assert b"HTTP/1.1 431" in answer
@@ -282,7 +282,7 @@ def test_conversation_ids_that_are_not_plain_names_are_refused(
         if method == "POST":
             path += "/messages"
         request = (
-            f"{method} {path} HTTP/1.1\r\nHost: bot\r\nContent-Type: application/json\r\n"
+            f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         ).encode() + body
         answer = raw((host, port), request)
@@ -302,7 +302,7 @@ def test_raw_dot_dot_paths_never_escape(live: tuple[str, int]) -> None:
         "/../../../../etc/passwd",
     ):
         answer = raw(
-            live, f"GET {path} HTTP/1.1\r\nHost: bot\r\nConnection: close\r\n\r\n".encode()
+            live, f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode()
         )
         assert int(answer.split(b" ", 2)[1]) in (400, 404), (path, answer[:200])
         assert secret_text not in answer and b"root:" not in answer

@@ -73,6 +73,6 @@ def client_for(
         app = create_app(runtime=runtime, personas=chosen, upstream_probe=probe)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)
-        return httpx.AsyncClient(transport=transport, base_url="http://bot", headers=headers)
+        return httpx.AsyncClient(transport=transport, base_url="http://localhost", headers=headers)
 
     return make

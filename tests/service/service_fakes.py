@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
@@ -11,6 +11,8 @@ from generic_framework.core.reply import Citation, Reply
 from generic_framework.wire.messages import AssistantMessage, Usage, UserMessage
 
 TOKEN = "test-token-0123456789"
+FOOTER = "\n\nSources:\n1. [Nanaimo weather](https://weather.example.org/nanaimo)"
+"""The sources footer of ``/v1/chat/completions`` for a reply citing :data:`WEATHER`."""
 
 WEATHER = Citation(
     number=1,
@@ -54,8 +56,10 @@ class FakePersona:
         reply: Reply | None = None,
         error: BaseException | None = None,
         error_after: int = 0,
+        allow_client_system: bool = True,
     ) -> None:
         self.name = name
+        self.allow_client_system = allow_client_system
         self.description = description
         self.events = list(
             events
@@ -64,25 +68,38 @@ class FakePersona:
                 RoundStarted(round=1, tools=["web_search"]),
                 ToolFinished(name="web_search", ok=True, ms=12.34),
                 TextDelta(text="Light rain "),
-                TextDelta(text="and 9 degrees [ref_1]."),
+                TextDelta(text="and 9 degrees [1]."),
             ]
         )
         self.reply = reply
         self.error = error
         self.error_after = error_after
         self.calls: list[tuple[str, str | None]] = []
+        self.histories: list[list[dict[str, Any]] | None] = []
 
-    async def respond(self, text: str, *, conversation_id: str | None = None) -> Reply:
-        async with contextlib.aclosing(self.stream(text, conversation_id=conversation_id)) as it:
+    async def respond(
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
+    ) -> Reply:
+        turn = self.stream(text, conversation_id=conversation_id, history=history)
+        async with contextlib.aclosing(turn) as it:
             async for event in it:
                 if isinstance(event, Done):
                     return event.reply
         raise AssertionError("no Done")
 
     async def stream(
-        self, text: str, *, conversation_id: str | None = None
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[Mapping[str, Any]] | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         self.calls.append((text, conversation_id))
+        self.histories.append(None if history is None else [dict(m) for m in history])
         for index, event in enumerate(self.events):
             if self.error is not None and index == self.error_after:
                 raise self.error

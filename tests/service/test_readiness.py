@@ -46,7 +46,7 @@ class Resolver:
 def app_client(store: Any, settings: Settings, probe: UpstreamProbe) -> httpx.AsyncClient:
     runtime = Runtime(settings, store=store)
     app = create_app(runtime=runtime, personas={"scout": FakePersona()}, upstream_probe=probe)
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bot")
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost")
 
 
 async def test_a_damaged_database_is_not_ready_until_repaired(

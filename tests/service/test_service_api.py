@@ -8,17 +8,24 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from service_fakes import FakePersona, chunks, make_reply
+from service_fakes import FOOTER, FakePersona, chunks, make_reply
 
 from generic_framework.store import SQLiteStore
 from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
     AuthenticationError,
+    BadRequestError,
     ConfigError,
     ContentFilterError,
+    InsufficientBalanceError,
+    NotFoundError,
+    QuotaExceededError,
     RateLimitError,
+    ResponseValidationError,
     ServerError,
+    StoreUnavailableError,
+    UpstreamBusyError,
     register_secret,
 )
 from generic_framework.wire.messages import AssistantMessage, UserMessage
@@ -67,7 +74,7 @@ async def test_completion_has_openai_shape_and_zai_web_search(client_for: Client
     assert body["model"] == "scout"
     assert body["choices"][0]["message"] == {
         "role": "assistant",
-        "content": "Light rain and 9 degrees [1].",
+        "content": "Light rain and 9 degrees [1]." + FOOTER,
     }
     assert body["choices"][0]["finish_reason"] == "stop"
     assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
@@ -87,10 +94,11 @@ async def test_completion_has_openai_shape_and_zai_web_search(client_for: Client
     assert persona.calls == [("// what's the weather in Nanaimo?", None)]
 
 
-async def test_only_the_last_user_message_is_answered(client_for: Client) -> None:
+@pytest.mark.parametrize("stream", [False, True])
+async def test_earlier_messages_are_the_turns_history(client_for: Client, stream: bool) -> None:
     persona = FakePersona()
     messages = [
-        {"role": "system", "content": "ignored: the persona has its own prompt"},
+        {"role": "system", "content": "Answer briefly."},
         {"role": "user", "content": "earlier"},
         {"role": "assistant", "content": "earlier answer"},
         {
@@ -101,10 +109,84 @@ async def test_only_the_last_user_message_is_answered(client_for: Client) -> Non
     async with client_for({"scout": persona}) as client:
         response = await client.post(
             "/v1/chat/completions",
-            json={"model": "scout", "messages": messages, "temperature": 0.2},
+            json={"model": "scout", "messages": messages, "temperature": 0.2, "stream": stream},
         )
     assert response.status_code == 200
     assert persona.calls == [("now this", None)]
+    assert persona.histories == [messages[:3]]
+
+
+async def test_conversation_id_ignores_the_earlier_messages(client_for: Client) -> None:
+    persona = FakePersona()
+    earlier = [{"role": "user", "content": "earlier"}, {"role": "assistant", "content": "a"}]
+    async with client_for({"scout": persona}) as client:
+        response = await client.post(
+            "/v1/chat/completions",
+            json={
+                **ask("hi", conversation_id="c-2"),
+                "messages": [*earlier, ask("hi")["messages"][0]],
+            },
+        )
+    assert response.status_code == 200
+    assert persona.calls == [("hi", "c-2")]
+    assert persona.histories == [None]
+
+
+@pytest.mark.parametrize(
+    ("earlier", "code", "where"),
+    [
+        ([{"role": "user", "content": "x" * 101}], "message_too_long", "messages[0]"),
+        ([{"role": "system", "content": "s" * 101}], "message_too_long", "messages[0]"),
+        ([{"role": "user", "content": "  "}], "invalid_message", "messages[0]"),
+        (
+            [{"role": "user", "content": "q"}, {"role": "user", "content": [{"type": "file"}]}],
+            "invalid_message",
+            "messages[1].content[0]",
+        ),
+    ],
+)
+async def test_bad_earlier_messages_are_refused_by_index(
+    client_for: Client, earlier: list[dict[str, Any]], code: str, where: str
+) -> None:
+    persona = FakePersona()
+    body = {"model": "scout", "messages": [*earlier, {"role": "user", "content": "now"}]}
+    async with client_for({"scout": persona}, bot_max_message_chars=100) as client:
+        response = await client.post("/v1/chat/completions", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == code
+    assert where in response.json()["error"]["message"]
+    assert persona.calls == []
+
+
+async def test_long_answers_and_many_turns_are_not_refused(client_for: Client) -> None:
+    persona = FakePersona()
+    earlier: list[dict[str, Any]] = []
+    for n in range(300):
+        earlier += [
+            {"role": "user", "content": f"q{n}"},
+            {"role": "assistant", "content": "a" * 500},
+        ]
+    body = {"model": "scout", "messages": [*earlier, {"role": "user", "content": "now"}]}
+    async with client_for({"scout": persona}, bot_max_message_chars=100) as client:
+        response = await client.post("/v1/chat/completions", json=body)
+    # 601 messages, 150 KB: over the old 64 KiB body limit, under the 1 MiB default.
+    assert response.status_code == 200, response.text
+    assert len(persona.histories[0] or []) == 600
+
+
+async def test_a_persona_can_refuse_the_clients_system_messages(client_for: Client) -> None:
+    persona = FakePersona(allow_client_system=False)
+    body = {
+        "model": "scout",
+        "messages": [{"role": "system", "content": "Be a pirate."}, ask("hi")["messages"][0]],
+    }
+    async with client_for({"scout": persona}) as client:
+        refused = await client.post("/v1/chat/completions", json=body)
+        plain = await client.post("/v1/chat/completions", json=ask("hi"))
+    assert refused.status_code == 400
+    assert refused.json()["error"]["code"] == "system_not_allowed"
+    assert plain.status_code == 200
+    assert persona.calls == [("hi", None)]
 
 
 async def test_conversation_id_extension_uses_server_history(client_for: Client) -> None:
@@ -155,7 +237,11 @@ async def test_invalid_requests_get_openai_errors(
 
 async def test_malformed_json_is_400(client_for: Client) -> None:
     async with client_for() as client:
-        response = await client.post("/v1/chat/completions", content=b"{not json")
+        response = await client.post(
+            "/v1/chat/completions",
+            content=b"{not json",
+            headers={"Content-Type": "application/json"},
+        )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "json_invalid"
 
@@ -182,20 +268,42 @@ async def test_unknown_route_and_method_are_json(client_for: Client) -> None:
 
 
 @pytest.mark.parametrize(
-    ("error", "status", "code"),
+    ("error", "status", "code", "retry"),
     [
-        (RateLimitError("concurrency", code="1302", retry_after=2.5), 503, "upstream_rate_limited"),
-        (APITimeoutError("read timeout"), 504, "upstream_timeout"),
-        (APIConnectionError("refused"), 502, "upstream_unreachable"),
-        (ServerError("boom", status_code=500), 502, "upstream_error"),
-        (AuthenticationError("bad key", status_code=401, code="1002"), 502, "upstream_auth_failed"),
-        (ContentFilterError("blocked"), 502, "content_filter"),
-        (ConfigError("PERSONAS_DIR is wrong"), 500, "configuration_error"),
+        (ContentFilterError("blocked", status_code=400, code="1301"), 400, "1301", None),
+        (ContentFilterError("sensitive"), 400, "content_filter", None),
+        (BadRequestError("messages invalid", status_code=400, code="1214"), 400, "1214", None),
+        (BadRequestError("prompt too long", status_code=400, code="1261"), 400, "1261", None),
+        (BadRequestError("no permission", status_code=400, code="1220"), 403, "1220", "never"),
+        (BadRequestError("bad gateway page", status_code=400), 400, "upstream_bad_request", None),
+        (NotFoundError("model does not exist", code="1211"), 400, "1211", None),
+        (NotFoundError("no such API", status_code=404), 502, "upstream_not_found", "never"),
+        (AuthenticationError("bad key", status_code=401, code="1002"), 403, "1002", "never"),
+        (InsufficientBalanceError("arrears", status_code=429, code="1113"), 403, "1113", "never"),
+        (QuotaExceededError("plan lacks model", code="1311"), 403, "1311", "never"),
+        (QuotaExceededError("5-hour limit", code="1308", retry_after=60), 429, "1308", "never"),
+        (RateLimitError("concurrency", code="1302", retry_after=2.5), 429, "1302", "3"),
+        (RateLimitError("bare 429", status_code=429), 429, "rate_limited", "1"),
+        (RateLimitError("overloaded", code="1305"), 503, "1305", "1"),
+        (RateLimitError("switch model", code="1312", retry_after=4), 503, "1312", "4"),
+        (UpstreamBusyError("no slot", retry_after=7.2), 503, "upstream_busy", "8"),
+        (StoreUnavailableError("db down"), 503, "store_unavailable", "1"),
+        (ServerError("boom", status_code=500), 502, "upstream_error", None),
+        (ServerError("boom", status_code=500, code="1234"), 502, "1234", None),
+        (ResponseValidationError("html page"), 502, "upstream_invalid_response", None),
+        (APIConnectionError("refused"), 502, "upstream_unreachable", None),
+        (APITimeoutError("read timeout"), 504, "upstream_timeout", None),
+        (ConfigError("PERSONAS_DIR is wrong"), 500, "configuration_error", "never"),
     ],
 )
 @pytest.mark.parametrize("stream", [False, True])
-async def test_upstream_errors_map_to_gateway_statuses(
-    client_for: Client, error: Exception, status: int, code: str, stream: bool
+async def test_upstream_errors_map_to_what_clients_handle_right(
+    client_for: Client,
+    error: Exception,
+    status: int,
+    code: str,
+    retry: str | None,
+    stream: bool,
 ) -> None:
     persona = FakePersona(error=error, error_after=0)
     async with client_for({"scout": persona}) as client:
@@ -203,9 +311,19 @@ async def test_upstream_errors_map_to_gateway_statuses(
     assert response.status_code == status
     body = response.json()
     assert body["error"]["code"] == code
+    assert set(body["error"]) == {"message", "type", "param", "code"}
     assert "internal detail" not in response.text
-    if status == 503:
-        assert response.headers["retry-after"] == "3"
+    headers = response.headers
+    if retry == "never":
+        assert headers["x-should-retry"] == "false"
+    elif retry is not None:
+        assert headers["retry-after"] == retry
+        assert "x-should-retry" not in headers
+    else:
+        assert "retry-after" not in headers and "x-should-retry" not in headers
+    if 400 <= status < 500 and status != 429:
+        # A refusal that would come back the same: not retried, by the openai client either.
+        assert body["error"]["type"] in {"invalid_request_error", "permission_error"}
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -230,7 +348,7 @@ async def test_error_bodies_never_hold_secrets(client_for: Client) -> None:
     error = AuthenticationError(f"key {key} refused; Authorization: Bearer {key}", code="1002")
     async with client_for({"scout": FakePersona(error=error)}) as client:
         response = await client.post("/v1/chat/completions", json=ask())
-    assert response.status_code == 502
+    assert response.status_code == 403
     assert key not in response.text
     assert "ABCDEFGHijklmnop" not in response.text
 
@@ -252,7 +370,8 @@ async def test_stream_is_openai_chunks_with_progress_and_sources(client_for: Cli
         {"event": "tool_finished", "name": "web_search", "ok": True, "ms": 12.3},
     ]
     text = "".join(f["choices"][0]["delta"].get("content", "") for f in middle)
-    assert text == "Light rain and 9 degrees [ref_1]."
+    assert text == "Light rain and 9 degrees [1]." + FOOTER
+    assert middle[-1]["choices"][0]["delta"]["content"] == FOOTER  # the last delta, alone
     assert last["choices"][0]["finish_reason"] == "stop"
     assert last["usage"]["total_tokens"] == 15
     assert last["web_search"][0]["link"] == "https://weather.example.org/nanaimo"
@@ -266,7 +385,7 @@ async def test_failure_mid_stream_is_an_error_frame_without_done(client_for: Cli
         response = await client.post("/v1/chat/completions", json=ask(stream=True))
     assert response.status_code == 200
     frames = chunks(response.text)
-    assert frames[-1]["error"]["code"] == "upstream_rate_limited"
+    assert frames[-1]["error"]["code"] == "1302"
     assert "[DONE]" not in frames
 
 
@@ -287,19 +406,19 @@ async def test_stop_reasons_map_to_finish_reasons(
 async def test_official_openai_client_in_process(client_for: Client) -> None:
     async with client_for() as http:
         client = openai.AsyncOpenAI(
-            api_key="unused", base_url="http://bot/v1", http_client=http, max_retries=0
+            api_key="unused", base_url="http://localhost/v1", http_client=http, max_retries=0
         )
         completion = await client.chat.completions.create(
             model="scout", messages=[{"role": "user", "content": "// weather?"}]
         )
-        assert completion.choices[0].message.content == "Light rain and 9 degrees [1]."
+        assert completion.choices[0].message.content == "Light rain and 9 degrees [1]." + FOOTER
         assert completion.model_extra is not None
         assert completion.model_extra["web_search"][0]["refer"] == "ref_1"
         stream = await client.chat.completions.create(
             model="scout", messages=[{"role": "user", "content": "// weather?"}], stream=True
         )
         pieces = [c.choices[0].delta.content or "" async for c in stream if c.choices]
-    assert "".join(pieces) == "Light rain and 9 degrees [ref_1]."
+    assert "".join(pieces) == "Light rain and 9 degrees [1]." + FOOTER
 
 
 async def test_conversation_turn_get_and_delete(client_for: Client, store: SQLiteStore) -> None:

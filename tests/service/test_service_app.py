@@ -66,7 +66,7 @@ async def test_conversations_are_read_from_the_runtime_store(
     )
     app = create_app(runtime=Runtime(settings_for(), store=store), personas={})
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://bot"
+        transport=httpx.ASGITransport(app=app), base_url="http://localhost"
     ) as client:
         got = await client.get("/v1/conversations/c1")
     assert [m["content"] for m in got.json()["messages"]] == ["hi", "yo"]

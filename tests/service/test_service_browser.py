@@ -232,7 +232,7 @@ def test_stop_cancels_the_turn_and_the_page_is_idle_again(desktop: Any, bot: Pro
     stopped = page.wait_answers(1, "stopped")
     page.wait.until(lambda d: page.idle())
     assert not page.find("#stop").is_displayed()
-    assert "Stopped." in stopped.text and "lighthouse" in stopped.text  # the partial text stays
+    assert "not kept" in stopped.text and "lighthouse" in stopped.text  # the partial text stays
 
     # The service cancelled the turn: nothing stored, and the conversation answers again.
     deadline = time.monotonic() + 10
@@ -294,7 +294,7 @@ def test_phone_width_keyboard_and_friendly_errors(phone: Any, bot: Process, shot
     assert line == "The bot's model account cannot be used right now; tell its operator."
     assert details.get_attribute("open") is None
     details.find_element(By.TAG_NAME, "summary").click()
-    assert "HTTP 502" in details.text and "upstream_account_unusable" in details.text
+    assert "HTTP 403" in details.text and "1113" in details.text
 
     # The sidebar opens from the menu button and is reachable by Tab.
     page.find("#menu").send_keys(Keys.ENTER)
@@ -348,4 +348,4 @@ def test_offline_banner_lists_the_recorded_questions(
     assert examples == info["examples"] and NANAIMO in examples
     assert persona == "scout"  # the first persona that searches the web, not `helper`
     assert asked == examples[0]
-    assert ended in {"done", "error"}  # an answer, or a friendly error: never left running
+    assert ended == "done"  # the embedded mock answers its recorded question

@@ -102,7 +102,7 @@ async def bot(
         personas = {name: Persona(name, "Be brief.", runtime=runtime) for name in ("scout", "aria")}
         app = create_app(runtime=runtime, personas=personas)
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://bot"
+            transport=httpx.ASGITransport(app=app), base_url="http://localhost"
         ) as client:
             yield client
         assert len(runtime.locks) == 0
@@ -211,7 +211,7 @@ async def test_excess_upstream_calls_wait_for_a_slot(
         personas = {name: Persona(name, "Be brief.", runtime=runtime) for name in ("scout", "aria")}
         app = create_app(runtime=runtime, personas=personas)
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://bot"
+            transport=httpx.ASGITransport(app=app), base_url="http://localhost"
         ) as client:
             requests = [
                 asyncio.create_task(

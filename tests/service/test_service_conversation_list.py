@@ -1,21 +1,15 @@
-"""``GET /v1/conversations`` (the list), what ``GET /v1/conversations/{id}`` gives a page to
-restore a conversation, and ``GET /v1/bot``."""
+"""``GET /v1/conversations`` (the list), and what ``GET /v1/conversations/{id}`` gives a page to
+restore a conversation."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import httpx
 import pytest
-from service_fakes import FakePersona
 
-from generic_framework.config import Settings
-from generic_framework.runtime import Runtime
-from generic_framework.service import create_app
-from generic_framework.service.info import default_persona
 from generic_framework.store import SourceRecord, SQLiteStore, TurnRecord
 from generic_framework.wire.messages import (
     AssistantMessage,
@@ -108,41 +102,3 @@ async def test_a_conversation_has_what_a_page_restores(
         ("scout", "//  weather in Nanaimo?", "Rain today [1]."),  # as typed, `//` kept
     ]
     assert [c["url"] for c in body["turns"][1]["citations"]] == ["https://weather.example.org/n"]
-
-
-class _Searching(FakePersona):
-    def __init__(self, name: str, mode: str) -> None:
-        super().__init__(name)
-        self.web_search = SimpleNamespace(mode=mode)
-
-
-def test_the_default_persona() -> None:
-    served = {name: _Searching(name, mode) for name, mode in [("a", "off"), ("m", "auto")]}
-    served["b"] = _Searching("b", "builtin")
-    assert default_persona("", served) == "b"  # the first that searches, not "a"
-    assert default_persona("a", served) == "a"  # BOT_DEFAULT_PERSONA
-    assert default_persona("nobody", served) == "b"
-    assert default_persona("", {"x": FakePersona("x")}) == "x"
-    assert default_persona("", {}) == ""
-
-
-async def test_bot_info_with_a_key_and_without(
-    settings_for: Callable[..., Settings], store: SQLiteStore
-) -> None:
-    async def info(**values: object) -> dict[str, object]:
-        runtime = Runtime(settings_for(personas_dir=PERSONAS, **values), store=store)
-        app = create_app(runtime=runtime)  # the repository's personas: helper and scout
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bot") as client:
-            response = await client.get("/v1/bot")
-        assert response.status_code == 200
-        result: dict[str, object] = response.json()
-        return result
-
-    online = await info()
-    offline = await info(api_key=None)
-    chosen = await info(api_key=None, bot_default_persona="helper")
-    assert online == {"offline": False, "default_persona": "scout", "examples": []}
-    assert offline["offline"] is True and offline["default_persona"] == "scout"
-    assert "// what's the weather in Nanaimo?" in offline["examples"]  # type: ignore[operator]
-    assert chosen["default_persona"] == "helper"

@@ -141,6 +141,9 @@ def test_bot_service_volumes_env_and_ports(compose: dict[str, Any]) -> None:
     assert env["PERSONAS_DIR"] == "/app/personas"
     # Compose refuses to start without a token (the service would refuse to bind 0.0.0.0).
     assert env["BOT_API_TOKEN"].startswith("${BOT_API_TOKEN:?")
+    # The Host check is on in compose: other containers say `bot`, the proxy passes its
+    # clients' Host on; loopback names (the published port, the health check) always pass.
+    assert env["BOT_ALLOWED_HOSTS"] == "${BOT_ALLOWED_HOSTS:-bot,proxy}"
     assert bot["ports"] == ["${BOT_PUBLISH_ADDRESS:-127.0.0.1}:${BOT_PORT-8080}:8080"]
     assert bot["depends_on"]["mock-zai"] == {"condition": "service_healthy", "required": False}
     assert bot["depends_on"]["postgres"] == {"condition": "service_healthy", "required": False}

@@ -49,6 +49,11 @@ def test_official_openai_client_plain_and_streamed(stack: tuple[Process, Process
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert "Nanaimo" in text
+    # The markers were rewritten as the text streamed, and the sources follow as markdown,
+    # as in the JSON answer: what a stock client shows is the same either way.
+    assert "[ref_" not in text and "afternoon [1]" in text
+    assert text == answer
+    assert "\n\nSources:\n1. [" in text and "](https://weather.example.ca/city/nanaimo)" in text
     last = chunks[-1]
     assert last.choices[0].finish_reason == "stop"
     assert (last.model_extra or {})["web_search"][0]["link"].startswith("https://")

@@ -49,6 +49,9 @@ async def test_v1_needs_the_bearer_token(
         assert TOKEN not in response.text
 
 
+JSON = {"Content-Type": "application/json"}
+
+
 async def test_auth_comes_before_the_body_is_read(client_for: Client) -> None:
     async with client_for(bot_api_token=TOKEN, bot_max_body=1024) as client:
         response = await client.post("/v1/chat/completions", content=b"x" * 5000)
@@ -69,7 +72,7 @@ async def test_no_token_configured_means_open_api(client_for: Client) -> None:
 async def test_body_over_the_limit_is_413(client_for: Client) -> None:
     body = json.dumps({"model": "scout", "messages": [{"role": "user", "content": "x" * 3000}]})
     async with client_for(bot_max_body=2048) as client:
-        response = await client.post("/v1/chat/completions", content=body)
+        response = await client.post("/v1/chat/completions", content=body, headers=JSON)
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "request_too_large"
     assert "BOT_MAX_BODY" in response.json()["error"]["message"]
@@ -81,7 +84,7 @@ async def test_chunked_body_without_length_is_counted(client_for: Client) -> Non
             yield b"x" * 512
 
     async with client_for(bot_max_body=2048) as client:
-        response = await client.post("/v1/chat/completions", content=pieces())
+        response = await client.post("/v1/chat/completions", content=pieces(), headers=JSON)
     assert response.status_code == 413
 
 
@@ -208,10 +211,16 @@ class _Endless:
         self.runtime = runtime
         self.running = 0
 
-    async def respond(self, text: str, *, conversation_id: str | None = None) -> Any:
+    allow_client_system = True
+
+    async def respond(
+        self, text: str, *, conversation_id: str | None = None, history: Any = None
+    ) -> Any:
         raise NotImplementedError
 
-    async def stream(self, text: str, *, conversation_id: str | None = None) -> Any:
+    async def stream(
+        self, text: str, *, conversation_id: str | None = None, history: Any = None
+    ) -> Any:
         from generic_framework.core.events import TextDelta
 
         async with self.runtime.locks.hold(conversation_id):

@@ -70,7 +70,9 @@ def bot(tmp_path: Path) -> Bot:
         transport = httpx.ASGITransport(app=app)
         async with (
             runtime,
-            httpx.AsyncClient(transport=transport, base_url="http://bot", timeout=30) as client,
+            httpx.AsyncClient(
+                transport=transport, base_url="http://localhost", timeout=30
+            ) as client,
         ):
             yield client, runtime
 

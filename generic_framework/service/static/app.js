@@ -128,9 +128,11 @@ async function api(path, options = {}) {
 
 const FRIENDLY = {
   400: "The service did not accept that message.",
+  403: "The bot's model service refused this; tell the bot's operator.",
   404: "That was not found on the service.",
   408: "The message took too long to arrive; try again.",
   413: "That message is too long for the service.",
+  415: "The service refused the request's format.",
   429: "The bot is busy right now; try again in a moment.",
   502: "The language model service failed to answer; try again.",
   503: "The bot is busy or the model service is unavailable; try again in a moment.",
@@ -145,13 +147,35 @@ const FRIENDLY_CODES = {
   upstream_account_unusable: "The bot's model account cannot be used right now; tell its operator.",
   upstream_auth_failed: "The bot's model service refused its key; tell its operator.",
   upstream_rate_limited: "The model service is busy; try again in a moment.",
+  rate_limited: "The model service is busy; try again in a moment.",
+  upstream_overloaded: "The model is overloaded right now; try again in a moment.",
+  quota_exceeded: "The bot's model plan has reached its limit; try again later.",
+  upstream_plan: "The bot's model plan does not allow this; tell its operator.",
+  upstream_no_permission: "The bot's model account may not do this; tell its operator.",
   upstream_timeout: "The language model service took too long to answer; try again.",
   upstream_unreachable: "The bot could not reach its language model service; try again.",
 };
 
+// Z.AI's business codes, which the service passes on as `code` when the upstream gave one.
+function businessLine(code) {
+  const n = Number(code);
+  if (!Number.isInteger(n) || n < 1000) return "";
+  if (n === 1301) return FRIENDLY_CODES.content_filter;
+  if (n >= 1000 && n <= 1004) return FRIENDLY_CODES.upstream_auth_failed;
+  if (n >= 1110 && n <= 1121) return FRIENDLY_CODES.upstream_account_unusable;
+  if (n === 1220) return FRIENDLY_CODES.upstream_no_permission;
+  if ([1302, 1303].includes(n)) return FRIENDLY_CODES.rate_limited;
+  if ([1305, 1312].includes(n)) return FRIENDLY_CODES.upstream_overloaded;
+  if ([1304, 1308, 1310].includes(n)) return FRIENDLY_CODES.quota_exceeded;
+  if ([1309, 1311].includes(n)) return FRIENDLY_CODES.upstream_plan;
+  return "";
+}
+
 function friendlyLine(status, error) {
-  const code = error && typeof error.code === "string" ? error.code : "";
+  const code = error && error.code !== undefined && error.code !== null ? String(error.code) : "";
   if (Object.hasOwn(FRIENDLY_CODES, code)) return FRIENDLY_CODES[code];
+  const business = businessLine(code);
+  if (business) return business;
   if (status && FRIENDLY[status]) return FRIENDLY[status];
   if (status >= 500 || !status) return "Something went wrong on the service; try again.";
   return "The request was refused.";
@@ -362,7 +386,7 @@ class Answer {
     this.progressLine.textContent = "";
     const note = document.createElement("p");
     note.className = "note";
-    note.textContent = "Stopped.";
+    note.textContent = "Stopped. This turn was not kept.";
     this.div.append(note);
   }
 }

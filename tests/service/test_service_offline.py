@@ -1,0 +1,95 @@
+"""``generic-framework serve`` as a real process: offline by default, ``--mock``, /v1/bot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from service_processes import PERSONAS, Process, base_env
+
+pytestmark = pytest.mark.e2e
+
+CAPITAL = "What is the capital of Canada?"
+
+
+def serve(tmp: Path, *args: str, **env: str) -> Process:
+    environment = {
+        **base_env(tmp),
+        "PERSONAS_DIR": str(PERSONAS),
+        "DATA_DIR": str(tmp / "data"),
+        **env,
+    }
+    command = ["serve", "--host", "127.0.0.1", "--port", "0", *args]
+    return Process(command, tmp / "bot.log", environment, tmp)
+
+
+def test_without_a_key_serve_answers_from_the_embedded_mock(tmp_path: Path) -> None:
+    with serve(tmp_path) as bot:
+        info = httpx.get(f"{bot.url}/v1/bot").json()
+        client = openai.OpenAI(api_key="unused", base_url=f"{bot.url}/v1")
+        answer = client.chat.completions.create(
+            model="scout", messages=[{"role": "user", "content": CAPITAL}]
+        )
+        with pytest.raises(openai.BadRequestError) as unrecorded:
+            client.chat.completions.create(
+                model="scout", messages=[{"role": "user", "content": "Nothing recorded this."}]
+            )
+        ready = httpx.get(f"{bot.url}/readyz")
+    log = bot.log.read_text()
+    assert "offline: no OPENAI_API_KEY set; answering from the embedded mock" in log
+    assert set(info) == {"offline", "default_persona", "examples"}
+    assert info["offline"] is True
+    # scout is the first persona (by name) with web search on; helper has it off.
+    assert info["default_persona"] == "scout"
+    assert CAPITAL in info["examples"]
+    assert info["examples"][0].startswith("//")
+    assert "Ottawa" in (answer.choices[0].message.content or "")
+    assert unrecorded.value.code == "mock_no_match"
+    assert ready.status_code == 200
+
+
+def test_mock_forces_offline_even_with_a_key(tmp_path: Path) -> None:
+    with serve(
+        tmp_path, "--mock", OPENAI_API_KEY="a-real-looking-key", BOT_DEFAULT_PERSONA="helper"
+    ) as bot:
+        info = httpx.get(f"{bot.url}/v1/bot").json()
+        answer = httpx.post(
+            f"{bot.url}/v1/chat/completions",
+            json={"model": "scout", "messages": [{"role": "user", "content": CAPITAL}]},
+        )
+    assert "offline: --mock given" in bot.log.read_text()
+    assert info["offline"] is True
+    assert info["default_persona"] == "helper"
+    assert answer.status_code == 200
+
+
+def test_with_a_key_serve_is_online(tmp_path: Path) -> None:
+    # The key is never used: only /v1/bot is asked, which calls no model.
+    with serve(tmp_path, OPENAI_API_KEY="a-real-looking-key") as bot:
+        info = httpx.get(f"{bot.url}/v1/bot").json()
+    assert info == {"offline": False, "default_persona": "scout", "examples": []}
+    assert "offline:" not in bot.log.read_text()
+
+
+def test_an_unknown_default_persona_stops_serve_at_once(tmp_path: Path) -> None:
+    environment = {
+        **base_env(tmp_path),
+        "PERSONAS_DIR": str(PERSONAS),
+        "DATA_DIR": str(tmp_path / "data"),
+        "BOT_DEFAULT_PERSONA": "nobody",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "generic_framework", "serve", "--port", "0"],
+        env=environment,
+        cwd=tmp_path,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "BOT_DEFAULT_PERSONA 'nobody' is not a persona (known: helper, scout)" in done.stderr
