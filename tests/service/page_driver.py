@@ -117,8 +117,19 @@ class Page:
         return self.all(f".msg.assistant[data-state='{state}']")
 
     def wait_answers(self, count: int, state: str = "done") -> Any:
-        self.wait.until(lambda d: len(self.answers(state)) >= count)
-        return self.answers(state)[count - 1]
+        """The ``count``-th answer in ``state``, once the newest answer has ended."""
+
+        def ended(driver: Any) -> bool:
+            newest = self.all(".msg.assistant")[-1:]
+            return bool(newest) and newest[0].get_attribute("data-state") != "running"
+
+        self.wait.until(lambda d: len(self.answers(state)) >= count or ended(d))
+        found = self.answers(state)
+        if len(found) < count:
+            newest = self.all(".msg.assistant")[-1]
+            got = newest.get_attribute("data-state")
+            raise AssertionError(f"the answer ended {got!r}, not {state!r}: {newest.text!r}")
+        return found[count - 1]
 
     def idle(self) -> bool:
         busy = self.driver.execute_script("return document.body.dataset.busy")

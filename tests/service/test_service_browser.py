@@ -195,10 +195,11 @@ def test_search_toggle_tool_progress_and_delete(desktop: Any, bot: Process) -> N
     # Every text the progress line shows, however briefly.
     desktop.execute_script(
         "window.__progress = [];"
-        "new MutationObserver(() => document.querySelectorAll('.progress').forEach(p => {"
-        "  if (p.textContent) window.__progress.push(p.textContent); }))"
-        ".observe(document.getElementById('log'),"
-        " {subtree: true, childList: true, characterData: true});"
+        "new MutationObserver((records) => records.forEach((r) => r.addedNodes.forEach((n) => {"
+        # Each text set is a new text node, recorded with the element it was added to.
+        "  if (n.nodeType === 3 && r.target.classList.contains('progress'))"
+        "    window.__progress.push(n.data); })))"
+        ".observe(document.getElementById('log'), {subtree: true, childList: true});"
     )
     page.find("#search").click()  # the toggle turns a plain question into a `//` one
     page.ask("what is 17% of 2,340?")
