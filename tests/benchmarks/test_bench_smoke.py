@@ -61,6 +61,15 @@ async def test_the_server_answers_a_request_without_tools_at_once(server_url: st
     assert answer["choices"][0]["message"]["content"] == "Answer: hi there"
 
 
+async def test_the_server_answers_a_request_that_is_not_a_chat_with_404(server_url: str) -> None:
+    async with httpx.AsyncClient() as http:
+        probe = await http.get(f"{server_url}/models")
+        body = {"model": job.MODEL, "messages": [{"role": "user", "content": "still there"}]}
+        answer = await http.post(f"{server_url}/chat/completions", json=body)
+    assert probe.status_code == 404
+    assert answer.json()["choices"][0]["message"]["content"] == "Answer: still there"
+
+
 def test_stream_frames_follow_the_glm_layout() -> None:
     middle = json.loads(chunk_frame("r1", {"role": "assistant", "content": "x"})[6:])
     last = json.loads(chunk_frame("r1", {"role": "assistant", "content": ""}, "stop")[6:])
