@@ -27,6 +27,7 @@ _GROUPS = (
     ("anyio", "/anyio/"),
     ("asyncio", "/asyncio/"),
     ("json", "/json/"),
+    ("psycopg (PostgreSQL client)", "/psycopg"),
 )
 
 
@@ -36,6 +37,8 @@ def _group(filename: str, name: str) -> str:
             return group
     if filename == "~" and "pydantic_core" in name:
         return "pydantic"
+    if filename == "~" and "sqlite3" in name:
+        return "sqlite3"
     if filename == "~" and any(word in name for word in ("socket", "select", "epoll")):
         return "system calls (socket, epoll)"
     if filename == "~":
