@@ -5,8 +5,10 @@ KIND is one of:
 - ``service``: generic_framework's bot service as it ships (``create_app`` served with
   ``uvicorn_config``), one persona without tools, its store in a temporary directory.
 - ``floor``: the least a proxy can do: a bare Starlette route that forwards the request body to
-  the upstream's ``/chat/completions`` through one pooled ``httpx.AsyncClient`` (httpx's default
-  pool) and hands the answer back, streamed or whole.
+  the upstream's ``/chat/completions`` through one pooled ``httpx.AsyncClient`` whose pool holds
+  a connection for every concurrent client (256), and hands the answer back, streamed or whole.
+- ``floor-default``: the same route on httpx's default pool (100 connections, 20 kept alive),
+  what a proxy written without tuning gets.
 - ``litellm``: LiteLLM's proxy server (run from the peers' environment, ``.venv-bench``), with
   one model ``bench`` pointing at the upstream.
 
@@ -39,8 +41,12 @@ mode = "off"
 """
 
 
-def floor_app(upstream: str) -> Any:
-    """A bare Starlette route forwarding the body through one pooled httpx client."""
+def floor_app(upstream: str, *, sized: bool = True) -> Any:
+    """A bare Starlette route forwarding the body through one pooled httpx client.
+
+    ``sized``: a pool of 256 connections, all kept alive (the load's 200 clients never wait
+    for one); otherwise httpx's default pool.
+    """
     import contextlib
 
     import httpx
@@ -50,7 +56,8 @@ def floor_app(upstream: str) -> Any:
     from starlette.responses import Response, StreamingResponse
     from starlette.routing import Route
 
-    client = httpx.AsyncClient(timeout=60.0)
+    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
+    client = httpx.AsyncClient(timeout=60.0, limits=limits if sized else httpx.Limits())
     url = f"{upstream}/chat/completions"
     headers = {"authorization": "Bearer bench-key", "content-type": "application/json"}
 
@@ -135,7 +142,10 @@ def build(kind: str, upstream: str, port: int) -> Any:
 
     if kind == "service":
         return service_config(upstream, port)
-    app = floor_app(upstream) if kind == "floor" else litellm_app(upstream)
+    if kind.startswith("floor"):
+        app = floor_app(upstream, sized=kind == "floor")
+    else:
+        app = litellm_app(upstream)
     return uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
@@ -164,10 +174,14 @@ async def serve(kind: str, upstream: str) -> None:
 def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=("floor", "service", "litellm"))
+    parser.add_argument("kind", choices=("floor", "floor-default", "service", "litellm"))
     parser.add_argument("--upstream", required=True, help="base URL (…/v4) of the upstream")
     args = parser.parse_args()
-    asyncio.run(serve(args.kind, args.upstream))
+    # Every scratch file of the server (the service's store, LiteLLM's config) goes in here,
+    # removed when the server stops.
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as scratch:
+        tempfile.tempdir = scratch
+        asyncio.run(serve(args.kind, args.upstream))
 
 
 if __name__ == "__main__":

@@ -177,7 +177,8 @@ def test_the_public_import_is_timed_as_written() -> None:
 def test_the_service_scenario_runs_every_server_at_tiny_sizes(tmp_path: Path) -> None:
     rows = service_bench.service(Config.quick_config(str(tmp_path)))
     found = {row.key: row for row in rows}
-    assert set(found) == {"floor_json", "service_json", "floor_stream", "service_stream"}
+    kinds = ("floor", "floor-default", "service")
+    assert set(found) == {f"{kind}_{mode}" for kind in kinds for mode in ("json", "stream")}
     for row in rows:
         assert row.note == "", row.note
         assert row.metrics["cpu_ms"] and row.metrics["rps"] and row.metrics["p99_ms"]
