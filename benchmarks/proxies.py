@@ -9,6 +9,9 @@ KIND is one of:
   a connection for every concurrent client (256), and hands the answer back, streamed or whole.
 - ``floor-default``: the same route on httpx's default pool (100 connections, 20 kept alive),
   what a proxy written without tuning gets.
+- ``floor-sharded``: the same route on the transport the library's client uses (256
+  connections in httpcore pools of 16, ``generic_framework.wire.pool``): what is left of the
+  service's cost once both sides have the same connection pool.
 - ``litellm``: LiteLLM's proxy server (run from the peers' environment, ``.venv-bench``), with
   one model ``bench`` pointing at the upstream.
 
@@ -41,11 +44,11 @@ mode = "off"
 """
 
 
-def floor_app(upstream: str, *, sized: bool = True) -> Any:
+def floor_app(upstream: str, pool: str = "sized") -> Any:
     """A bare Starlette route forwarding the body through one pooled httpx client.
 
-    ``sized``: a pool of 256 connections, all kept alive (the load's 200 clients never wait
-    for one); otherwise httpx's default pool.
+    ``pool``: ``sized``, 256 connections, all kept alive (the load's 200 clients never wait
+    for one); ``default``, httpx's default pool; ``sharded``, the library's transport.
     """
     import contextlib
 
@@ -56,8 +59,14 @@ def floor_app(upstream: str, *, sized: bool = True) -> Any:
     from starlette.responses import Response, StreamingResponse
     from starlette.routing import Route
 
-    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
-    client = httpx.AsyncClient(timeout=60.0, limits=limits if sized else httpx.Limits())
+    if pool == "sharded":
+        from generic_framework.wire.pool import ShardedTransport
+
+        client = httpx.AsyncClient(timeout=60.0, transport=ShardedTransport(256))
+    else:
+        sized = httpx.Limits(max_connections=256, max_keepalive_connections=256)
+        limits = sized if pool == "sized" else httpx.Limits()
+        client = httpx.AsyncClient(timeout=60.0, limits=limits)
     url = f"{upstream}/chat/completions"
     headers = {"authorization": "Bearer bench-key", "content-type": "application/json"}
 
@@ -143,7 +152,7 @@ def build(kind: str, upstream: str, port: int) -> Any:
     if kind == "service":
         return service_config(upstream, port)
     if kind.startswith("floor"):
-        app = floor_app(upstream, sized=kind == "floor")
+        app = floor_app(upstream, kind.partition("-")[2] or "sized")
     else:
         app = litellm_app(upstream)
     return uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
@@ -174,7 +183,8 @@ async def serve(kind: str, upstream: str) -> None:
 def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=("floor", "floor-default", "service", "litellm"))
+    kinds = ("floor", "floor-default", "floor-sharded", "service", "litellm")
+    parser.add_argument("kind", choices=kinds)
     parser.add_argument("--upstream", required=True, help="base URL (…/v4) of the upstream")
     args = parser.parse_args()
     # Every scratch file of the server (the service's store, LiteLLM's config) goes in here,

@@ -35,6 +35,7 @@ from benchmarks.scenarios import Config, Row, python_for
 SERVERS = (
     ("floor", "floor: bare Starlette route, one httpx client, pool sized for the load"),
     ("floor-default", "bare Starlette route, one httpx client, httpx's default pool"),
+    ("floor-sharded", "bare Starlette route, one httpx client on the library's sharded pool"),
     ("service", "generic_framework service (persona, no tools)"),
     ("litellm", "LiteLLM proxy"),
 )

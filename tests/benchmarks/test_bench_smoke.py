@@ -177,7 +177,7 @@ def test_the_public_import_is_timed_as_written() -> None:
 def test_the_service_scenario_runs_every_server_at_tiny_sizes(tmp_path: Path) -> None:
     rows = service_bench.service(Config.quick_config(str(tmp_path)))
     found = {row.key: row for row in rows}
-    kinds = ("floor", "floor-default", "service")
+    kinds = ("floor", "floor-default", "floor-sharded", "service")
     assert set(found) == {f"{kind}_{mode}" for kind in kinds for mode in ("json", "stream")}
     for row in rows:
         assert row.note == "", row.note
