@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--only 1,2] [--peers openai,zai] [--reps N] [--out DIR]``.
+"""``python -m benchmarks [--quick] [--only 1,5|service] [--peers LIST] [--reps N] [--out DIR]``.
 
 Prints the report (markdown) on standard output, progress on standard error, and writes
 ``results.json`` and ``report.md`` (plus profiles) into the results directory.
@@ -20,7 +20,7 @@ from pathlib import Path
 from benchmarks import profiling, startup
 from benchmarks.mockbench import mock_rps
 from benchmarks.report import render
-from benchmarks.runner import PEER_VENV, PINNING, ROOT, log, run_dir
+from benchmarks.runner import PEER_VENV, PINNING, ROOT, compile_sources, log, run_dir
 from benchmarks.scenarios import (
     Config,
     Row,
@@ -127,11 +127,40 @@ def header(facts: dict[str, object], cfg: Config, seconds: float) -> str:
     )
 
 
+SCENARIOS = {
+    "sequential": "1",
+    "concurrency": "2",
+    "tools": "3",
+    "streaming": "4",
+    "startup": "5",
+    "mock": "6",
+    "profile": "7",
+    "service": "8",
+}
+"""Names ``--only`` accepts beside the numbers (``--only service`` re-runs the bot service)."""
+
+
+def scenarios(only: str) -> set[str]:
+    """``--only``'s value as scenario numbers; an unknown name is an error."""
+    chosen = set()
+    for item in (s.strip() for s in only.split(",") if s.strip()):
+        number = SCENARIOS.get(item, item)
+        if number not in SCENARIOS.values():
+            known = ", ".join([*SCENARIOS.values(), *SCENARIOS])
+            raise SystemExit(f"--only: unknown scenario {item!r} (known: {known})")
+        chosen.add(number)
+    return chosen
+
+
 def parse(argv: list[str] | None) -> tuple[Config, set[str]]:
     """Command-line options into a Config and the scenarios to run."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
-    parser.add_argument("--only", default="1,2,3,4,5,6,7,8", help="scenarios to run, e.g. 1,5")
+    parser.add_argument(
+        "--only",
+        default="1,2,3,4,5,6,7,8",
+        help="scenarios to run, by number or name, e.g. 1,5 or service",
+    )
     parser.add_argument("--peers", default=None, help="peers to include, or 'none'")
     parser.add_argument("--reps", type=int, default=None, help="fresh processes per row")
     parser.add_argument(
@@ -147,7 +176,7 @@ def parse(argv: list[str] | None) -> tuple[Config, set[str]]:
         cfg = dataclasses.replace(cfg, extended=True)
     if args.reps is not None:
         cfg = dataclasses.replace(cfg, reps=args.reps, startup_reps=max(args.reps, 1))
-    return cfg, {s.strip() for s in args.only.split(",")}
+    return cfg, scenarios(args.only)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg, only = parse(argv)
     results = Path(cfg.results_dir)
     results.mkdir(parents=True, exist_ok=True)
+    compile_sources()
     facts = machine()
     started = time.perf_counter()
     rows: list[Row] = []

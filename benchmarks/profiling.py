@@ -6,14 +6,16 @@ to the package it lives in, for the Persona (or the GLMClient loop) and for raw 
 
 from __future__ import annotations
 
+import contextlib
 import pstats
 import sys
 import sysconfig
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from benchmarks.runner import ClientRun, Server, has_module, log
-from benchmarks.scenarios import Config, Row, python_for
+from benchmarks.scenarios import Config, Row, postgres_url, python_for
 
 _GROUPS = (
     ("generic_framework", "/generic_framework/"),
@@ -25,6 +27,7 @@ _GROUPS = (
     ("anyio", "/anyio/"),
     ("asyncio", "/asyncio/"),
     ("json", "/json/"),
+    ("psycopg (PostgreSQL client)", "/psycopg"),
 )
 
 
@@ -34,6 +37,8 @@ def _group(filename: str, name: str) -> str:
             return group
     if filename == "~" and "pydantic_core" in name:
         return "pydantic"
+    if filename == "~" and "sqlite3" in name:
+        return "sqlite3"
     if filename == "~" and any(word in name for word in ("socket", "select", "epoll")):
         return "system calls (socket, epoll)"
     if filename == "~":
@@ -65,38 +70,58 @@ def breakdown(profile: Path) -> tuple[float, dict[str, float], list[tuple[str, f
     return total, dict(groups), functions[:15]
 
 
+def _subjects(cfg: Config, database_url: str | None) -> list[tuple[str, str, dict[str, Any]]]:
+    """What scenario 7 profiles: the library's plain job, the stored turns, raw httpx."""
+    if not python_for("persona"):
+        return [("glmclient", "glmclient", {}), ("raw_httpx", "raw_httpx", {})]
+    subjects: list[tuple[str, str, dict[str, Any]]] = [("persona", "persona", {})]
+    if not cfg.quick:
+        subjects.append(("persona_conversation", "persona", {"conversation": True}))
+        if database_url is not None:
+            stored = {"conversation": True, "database_url": database_url}
+            subjects.append(("persona_conversation_pg", "persona", stored))
+    return [*subjects, ("raw_httpx", "raw_httpx", {})]
+
+
+def _summary(key: str, target: Path, size: int) -> tuple[Row, list[str]]:
+    total, groups, top = breakdown(target)
+    per_conv = total / size * 1000
+    share = {g: s / total * 100 for g, s in sorted(groups.items(), key=lambda i: -i[1])}
+    text = [f"### {key}: {per_conv:.2f} ms per conversation under cProfile\n"]
+    text.append("| package | share of own time |\n|---|---|")
+    text.extend(f"| {g} | {p:.1f}% |" for g, p in share.items() if p >= 0.5)
+    text.append("\n| function | own ms/conv | calls/conv |\n|---|---|---|")
+    text.extend(
+        f"| `{name}` | {own / size * 1000:.3f} | {calls / size:.1f} |" for name, own, calls in top
+    )
+    text.append("")
+    return Row("7", key, key, {"profiled_ms": {"median": per_conv}}), text
+
+
 def profile(cfg: Config, results: Path) -> tuple[list[Row], str]:
-    """Profile the library's sequential job and raw httpx's; return rows and a text summary."""
-    subject = "persona" if python_for("persona") else "glmclient"
+    """Profile the library's sequential job (with stored turns too) and raw httpx's; return
+    rows and a text summary."""
     size = min(cfg.seq_n, 150)
-    text = []
+    text: list[str] = []
     rows = []
-    with Server().running() as url:
-        for client in (subject, "raw_httpx"):
-            log(f"[7] profile: {client}")
-            target = results / f"profile-{client}.prof"
-            run = ClientRun(client, "sequential", size, cfg.seq_warmup, profile=str(target))
+    with contextlib.ExitStack() as stack:
+        database_url, _ = postgres_url(stack) if not cfg.quick else (None, "")
+        url = stack.enter_context(Server().running())
+        for key, client, options in _subjects(cfg, database_url):
+            log(f"[7] profile: {key}")
+            target = results / f"profile-{key}.prof"
+            run = ClientRun(client, "sequential", size, cfg.seq_warmup, options, str(target))
             python = python_for(client) or sys.executable
             result = run.once(python, url)
             if not result.get("ok"):
-                rows.append(Row("7", client, client, {}, f"failed: {result.get('error')}"))
+                rows.append(Row("7", key, key, {}, f"failed: {result.get('error')}"))
                 continue
-            total, groups, top = breakdown(target)
-            per_conv = total / size * 1000
-            share = {g: s / total * 100 for g, s in sorted(groups.items(), key=lambda i: -i[1])}
-            rows.append(Row("7", client, client, {"profiled_ms": {"median": per_conv}}))
-            text.append(f"### {client}: {per_conv:.2f} ms per conversation under cProfile\n")
-            text.append("| package | share of own time |\n|---|---|")
-            text.extend(f"| {g} | {p:.1f}% |" for g, p in share.items() if p >= 0.5)
-            text.append("\n| function | own ms/conv | calls/conv |\n|---|---|---|")
-            text.extend(
-                f"| `{name}` | {own / size * 1000:.3f} | {calls / size:.1f} |"
-                for name, own, calls in top
-            )
-            text.append("")
+            row, lines = _summary(key, target, size)
+            rows.append(row)
+            text.extend(lines)
             if has_module(python, "pyinstrument") and not cfg.quick:
-                tree = results / f"profile-{client}.txt"
-                ClientRun(client, "sequential", size, cfg.seq_warmup, profile=str(tree)).once(
+                tree = str(results / f"profile-{key}.txt")
+                ClientRun(client, "sequential", size, cfg.seq_warmup, options, tree).once(
                     python, url
                 )
     return rows, "\n".join(text)

@@ -5,8 +5,13 @@ KIND is one of:
 - ``service``: generic_framework's bot service as it ships (``create_app`` served with
   ``uvicorn_config``), one persona without tools, its store in a temporary directory.
 - ``floor``: the least a proxy can do: a bare Starlette route that forwards the request body to
-  the upstream's ``/chat/completions`` through one pooled ``httpx.AsyncClient`` (httpx's default
-  pool) and hands the answer back, streamed or whole.
+  the upstream's ``/chat/completions`` through one pooled ``httpx.AsyncClient`` whose pool holds
+  a connection for every concurrent client (256), and hands the answer back, streamed or whole.
+- ``floor-default``: the same route on httpx's default pool (100 connections, 20 kept alive),
+  what a proxy written without tuning gets.
+- ``floor-sharded``: the same route on the transport the library's client uses (256
+  connections in httpcore pools of 16, ``generic_framework.wire.pool``): what is left of the
+  service's cost once both sides have the same connection pool.
 - ``litellm``: LiteLLM's proxy server (run from the peers' environment, ``.venv-bench``), with
   one model ``bench`` pointing at the upstream.
 
@@ -39,8 +44,12 @@ mode = "off"
 """
 
 
-def floor_app(upstream: str) -> Any:
-    """A bare Starlette route forwarding the body through one pooled httpx client."""
+def floor_app(upstream: str, pool: str = "sized") -> Any:
+    """A bare Starlette route forwarding the body through one pooled httpx client.
+
+    ``pool``: ``sized``, 256 connections, all kept alive (the load's 200 clients never wait
+    for one); ``default``, httpx's default pool; ``sharded``, the library's transport.
+    """
     import contextlib
 
     import httpx
@@ -50,7 +59,14 @@ def floor_app(upstream: str) -> Any:
     from starlette.responses import Response, StreamingResponse
     from starlette.routing import Route
 
-    client = httpx.AsyncClient(timeout=60.0)
+    if pool == "sharded":
+        from generic_framework.wire.pool import ShardedTransport
+
+        client = httpx.AsyncClient(timeout=60.0, transport=ShardedTransport(256))
+    else:
+        sized = httpx.Limits(max_connections=256, max_keepalive_connections=256)
+        limits = sized if pool == "sized" else httpx.Limits()
+        client = httpx.AsyncClient(timeout=60.0, limits=limits)
     url = f"{upstream}/chat/completions"
     headers = {"authorization": "Bearer bench-key", "content-type": "application/json"}
 
@@ -135,7 +151,10 @@ def build(kind: str, upstream: str, port: int) -> Any:
 
     if kind == "service":
         return service_config(upstream, port)
-    app = floor_app(upstream) if kind == "floor" else litellm_app(upstream)
+    if kind.startswith("floor"):
+        app = floor_app(upstream, kind.partition("-")[2] or "sized")
+    else:
+        app = litellm_app(upstream)
     return uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
@@ -164,10 +183,15 @@ async def serve(kind: str, upstream: str) -> None:
 def main() -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=("floor", "service", "litellm"))
+    kinds = ("floor", "floor-default", "floor-sharded", "service", "litellm")
+    parser.add_argument("kind", choices=kinds)
     parser.add_argument("--upstream", required=True, help="base URL (…/v4) of the upstream")
     args = parser.parse_args()
-    asyncio.run(serve(args.kind, args.upstream))
+    # Every scratch file of the server (the service's store, LiteLLM's config) goes in here,
+    # removed when the server stops.
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as scratch:
+        tempfile.tempdir = scratch
+        asyncio.run(serve(args.kind, args.upstream))
 
 
 if __name__ == "__main__":

@@ -6,12 +6,14 @@ Scenario 5 is in :mod:`benchmarks.startup`, 6 in :mod:`benchmarks.mockbench`, 7 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks import postgres
 from benchmarks.runner import (
     ClientRun,
     Server,
@@ -171,26 +173,53 @@ SEQUENTIAL: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         "Persona, sync tool, with a conversation_id (one turn of history, stored in SQLite)",
         {"conversation": True},
     ),
+    (
+        "persona_conversation_pg",
+        "persona",
+        "Persona, sync tool, with a conversation_id (one turn of history, stored in PostgreSQL)",
+        {"conversation": True, "postgres": True},
+    ),
     ("glmclient", "glmclient", "GLMClient with a hand loop", {}),
 )
 
 
 def sequential_cpu(cfg: Config) -> list[Row]:
-    """Client CPU per two-round conversation, ``seq_n`` in sequence, zero latency."""
-    runs = [
-        (
-            Row("1", key, label),
-            ClientRun(client, "sequential", cfg.seq_n, cfg.seq_warmup, options),
-        )
-        for key, client, label, options in (
+    """Client CPU per two-round conversation, ``seq_n`` in sequence, zero latency.
+
+    The PostgreSQL row runs against a throwaway server started here (``benchmarks.postgres``);
+    without the server binaries it says "not measured" and why.
+    """
+    with contextlib.ExitStack() as stack:
+        database_url, why_not = postgres_url(stack)
+        runs, skipped = [], []
+        for key, client, label, declared in (
             *SEQUENTIAL,
             *(EXTENDED_SEQUENTIAL if cfg.extended else ()),
             *((p, p, client_spec(p).label, {}) for p in cfg.peers),
-        )
-    ]
-    metrics: Metrics = {"cpu_ms": ms("cpu_per_conv"), "wall_ms": ms("wall_per_conv")}
-    with Server().running() as url:
-        return interleaved(cfg, runs, url, metrics)
+        ):
+            options = dict(declared)
+            if options.pop("postgres", False):
+                if database_url is None:
+                    skipped.append(Row("1", key, label, {}, f"not measured: {why_not}"))
+                    continue
+                options["database_url"] = database_url
+            row = Row("1", key, label)
+            runs.append((row, ClientRun(client, "sequential", cfg.seq_n, cfg.seq_warmup, options)))
+        metrics: Metrics = {"cpu_ms": ms("cpu_per_conv"), "wall_ms": ms("wall_per_conv")}
+        with Server().running() as url:
+            return interleaved(cfg, runs, url, metrics) + skipped
+
+
+def postgres_url(stack: contextlib.ExitStack) -> tuple[str | None, str]:
+    """A throwaway PostgreSQL server's URL (stopped when ``stack`` closes), or None and why."""
+    why_not = postgres.unavailable()
+    if why_not is not None:
+        return None, why_not
+    try:
+        return stack.enter_context(postgres.throwaway()), ""
+    except RuntimeError as exc:
+        log(f"[1] PostgreSQL did not start: {exc}")
+        return None, str(exc)
 
 
 # --------------------------------------------------------------------------- 2. concurrency

@@ -138,6 +138,10 @@ _JSON_HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: application/json; charset=UTF-8\r\n"
     b"content-length: %d\r\nconnection: keep-alive\r\n\r\n"
 )
+_NOT_FOUND = (
+    b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 2\r\n"
+    b"connection: keep-alive\r\n\r\n{}"
+)
 _SSE_HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream;charset=UTF-8\r\n"
     b"transfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n"
@@ -177,7 +181,12 @@ class Connection(asyncio.Protocol):
     async def answer(self, body: bytes, previous: asyncio.Task[None] | None) -> None:
         if previous is not None:
             await previous
-        stream, call, text = self.script.plan(body)
+        try:
+            stream, call, text = self.script.plan(body)
+        except ValueError:  # not a chat request (LiteLLM's proxy probes with an empty body)
+            if self.transport is not None:
+                self.transport.write(_NOT_FOUND)
+            return
         if self.script.latency:
             await asyncio.sleep(self.script.latency)
         rid = f"bench-{self.script.requests}"

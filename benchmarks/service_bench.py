@@ -33,7 +33,9 @@ from benchmarks.runner import (
 from benchmarks.scenarios import Config, Row, python_for
 
 SERVERS = (
-    ("floor", "floor: bare Starlette route, one pooled httpx client"),
+    ("floor", "floor: bare Starlette route, one httpx client, pool sized for the load"),
+    ("floor-default", "bare Starlette route, one httpx client, httpx's default pool"),
+    ("floor-sharded", "bare Starlette route, one httpx client on the library's sharded pool"),
     ("service", "generic_framework service (persona, no tools)"),
     ("litellm", "LiteLLM proxy"),
 )

@@ -24,7 +24,6 @@ from typing import Any
 import httpx
 
 from generic_framework.config import Settings
-from generic_framework.core.loader import load_specs, resolve_tools
 from generic_framework.core.persona import Persona
 from generic_framework.core.resources import Resources
 from generic_framework.core.spec import PersonaSpec
@@ -99,6 +98,10 @@ class Runtime(Resources):
                 directory has no persona file.
         """
         if self._specs is None:
+            # The persona files' reader (tomllib, the example tools: about 6 ms) is imported
+            # when a runtime first reads them, not by every program that imports the Runtime.
+            from generic_framework.core.loader import load_specs
+
             self._specs = load_specs(self.personas_dir)
         if required and not self._specs:
             raise ConfigError(
@@ -137,6 +140,8 @@ class Runtime(Resources):
             return self._personas[name]
         spec = self.spec(name)
         if spec.name not in self._personas:
+            from generic_framework.core.loader import resolve_tools  # loaded by specs()
+
             tools = resolve_tools(spec, source=spec.name)
             self._personas[spec.name] = Persona.from_spec(spec, tools=tools, runtime=self)
         return self._personas[spec.name]

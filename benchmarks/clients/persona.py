@@ -3,10 +3,13 @@
 With the option ``conversation`` every turn belongs to one stored conversation (SQLite in a
 temporary directory) and ``HISTORY_TURNS`` is 1: each turn loads the one turn before it, sends
 it along, and stores itself, which is what a chat with a ``conversation_id`` costs per turn.
+With ``database_url`` too, the store is that PostgreSQL database (which then also holds the
+upstream budget's slots, as it does for replicas), and the conversation is this process's own.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from typing import Any
@@ -29,6 +32,8 @@ class PersonaDriver(Driver):
         if options.get("conversation"):
             self.data_dir = tempfile.mkdtemp(prefix="bench-store-")
             self.conversation_id = "bench-conversation"
+            if options.get("database_url"):
+                self.conversation_id = f"bench-conversation-{os.getpid()}"
             options = {**options, "data_dir": self.data_dir, "history_turns": 1}
         settings = settings_for(base_url, options)
         function = job.slow_weather if options.get("slow_tool") else job.get_weather

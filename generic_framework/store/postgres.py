@@ -108,6 +108,17 @@ _INSERT_TURN = (
 _INSERT_MESSAGE = (
     "INSERT INTO messages (conversation_id, turn, seq, role, body) VALUES (%s, %s, %s, %s, %s)"
 )
+# A new turn's rows name their turn by the conversation's counter, which the statement before
+# them in the same transaction just raised: all of them go to the server in one round trip.
+_NEW_TURN = "(SELECT turns FROM conversations WHERE id = %s)"
+_INSERT_NEW_TURN = (
+    f"INSERT INTO turns (conversation_id, turn, persona, created_at, {_COLUMNS})"  # noqa: S608
+    f" VALUES (%s, {_NEW_TURN}, %s, %s, {_MARKS})"
+)
+_INSERT_NEW_MESSAGE = (
+    "INSERT INTO messages (conversation_id, turn, seq, role, body)"  # noqa: S608
+    f" VALUES (%s, {_NEW_TURN}, %s, %s, %s)"
+)
 _NEXT_TURN = (
     "INSERT INTO conversations (id, turns, created_at, updated_at) VALUES (%s, 1, %s, %s)"
     " ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
@@ -160,14 +171,29 @@ async def _append(
     messages: Sequence[Message],
     record: TurnRecord | None,
 ) -> int:
-    """Insert a turn inside the connection's open transaction (the caller commits)."""
+    """Insert a turn inside the connection's open transaction and commit it.
+
+    The counter's update, the turn's row, its messages and the commit go in one pipeline:
+    one round trip to the server instead of four (docs/TRIED.md).
+    """
     check_conversation_id(conversation_id)
     if not messages:
         raise ValueError("a turn has at least one message")
     now = datetime.now(UTC)
-    cursor = await conn.execute(_NEXT_TURN, (conversation_id, now, now))
+    key = conversation_id
+    async with conn.pipeline():
+        cursor = await conn.execute(_NEXT_TURN, (conversation_id, now, now))
+        await conn.execute(_INSERT_NEW_TURN, [key, key, persona, now, *_record_params(record)])
+        async with conn.cursor() as rows:
+            await rows.executemany(
+                _INSERT_NEW_MESSAGE,
+                [
+                    (key, key, seq, m.role, m.model_dump_json(exclude_none=True))
+                    for seq, m in enumerate(messages)
+                ],
+            )
+        await conn.commit()
     (turn,) = await cursor.fetchone()
-    await _write_turn(conn, conversation_id, turn, persona, now, record, messages)
     return int(turn)
 
 
@@ -190,9 +216,8 @@ class _Held:
     ) -> int:
         self._check()
         with translated(self._where):
+            # Its commit makes the turn durable and releases the conversation's lock.
             turn = await _append(self._conn, self._id, persona, messages, record)
-            # The commit makes the turn durable and releases the conversation's lock.
-            await self._conn.commit()
         self._done = True
         return turn
 

@@ -9,24 +9,30 @@ persona's tool set (anything else the model names is ``unknown``), statuses are 
 one of a few failure words, and business codes are Z.AI's numeric codes (anything else is
 ``other``). No conversation id or free text ever becomes a label.
 
-The recording methods are on the hot path of every turn and upstream call: each looks up a
-cached child (one dict access) and increments it; nothing is formatted or allocated beyond the
-key tuple. The gauges of calls in flight and queued cost nothing per call: they are read from
-the clients' own counters when ``/metrics`` is scraped.
+The recording methods are on the hot path of every turn and upstream call, so the counts are
+kept here as plain numbers (a cached child per label values: one dict access and an addition
+under a lock), and prometheus-client is imported only when the metrics are first read
+(:meth:`Metrics.exposition`, :attr:`Metrics.registry`): a program that never serves
+``/metrics`` (the CLI, a script using a Persona) never loads it, about 8 ms of start-up and
+1.5 MB (docs/design/0704). What a scrape reads is what prometheus-client's own ``Counter`` and
+``Histogram`` would show: ``_total`` and ``_created`` samples, cumulative ``le`` buckets, ``_sum``
+and ``_count``. The gauges of calls in flight and queued cost nothing per call: they are read
+from the clients' own counters when ``/metrics`` is scraped.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+import time
 import weakref
-from collections.abc import Callable, Hashable
-from typing import Any, Protocol
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.exposition import choose_encoder
-from prometheus_client.gc_collector import GCCollector
-from prometheus_client.platform_collector import PlatformCollector
-from prometheus_client.process_collector import ProcessCollector
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics_core import Metric
 
 __all__ = ["PREFIX", "Metrics", "SlotSource", "code_label"]
 
@@ -63,20 +69,103 @@ def code_label(code: str | None) -> str:
     return code if _CODE.fullmatch(code) else "other"
 
 
+class _Count:
+    """One labelled counter's value."""
+
+    __slots__ = ("_lock", "created", "value")
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self.value = 0.0
+        self.created = time.time()
+
+    def inc(self, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError("counters can only be incremented by non-negative amounts")
+        with self._lock:
+            self.value += amount
+
+
+class _Spread:
+    """One labelled histogram's bucket counts (not cumulative: one per bucket, then +Inf)."""
+
+    __slots__ = ("_bounds", "_lock", "counts", "created", "total")
+
+    def __init__(self, lock: threading.Lock, bounds: tuple[float, ...]) -> None:
+        self._lock = lock
+        self._bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+        self.created = time.time()
+
+    def observe(self, amount: float) -> None:
+        # A value equal to a bound falls in that bound's bucket (le: less than or equal).
+        index = bisect_left(self._bounds, amount)
+        with self._lock:
+            self.counts[index] += 1
+            self.total += amount
+
+
 class _Family:
     """A labelled metric with its children cached by label values (one dict access per use)."""
 
-    __slots__ = ("_children", "_metric")
+    __slots__ = ("_children", "_lock", "buckets", "kind", "labels", "name", "text")
 
-    def __init__(self, metric: Any) -> None:
-        self._metric = metric
-        self._children: dict[Hashable, Any] = {}
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        text: str,
+        labels: tuple[str, ...],
+        buckets: tuple[float, ...],
+        lock: threading.Lock,
+    ) -> None:
+        self.name, self.kind, self.text = name, kind, text
+        self.labels, self.buckets = labels, buckets
+        self._lock = lock
+        self._children: dict[tuple[str, ...], Any] = {}
 
     def child(self, *values: str) -> Any:
         found = self._children.get(values)
         if found is None:
-            found = self._children[values] = self._metric.labels(*values)
+            if len(values) != len(self.labels):
+                raise ValueError(f"{self.name}: {len(self.labels)} label values expected")
+            made = _Spread(self._lock, self.buckets) if self.buckets else _Count(self._lock)
+            found = self._children.setdefault(values, made)
         return found
+
+    def family(self) -> Metric:
+        """The family as prometheus-client exposes it (imported on first read)."""
+        from prometheus_client import metrics as client_metrics
+        from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily
+        from prometheus_client.samples import Sample
+        from prometheus_client.utils import floatToGoString
+
+        # prometheus-client's own switch for the _created series (its environment variable
+        # PROMETHEUS_DISABLE_CREATED_SERIES, or disable_created_metrics()); pinned by
+        # tests/telemetry/test_metrics_lazy.py.
+        created = bool(getattr(client_metrics, "_use_created", True))
+        children = list(self._children.items())
+        if self.kind == "counter":
+            counter = CounterMetricFamily(self.name, self.text, labels=self.labels)
+            for values, count in children:
+                stamp = count.created if created else None
+                counter.add_metric(list(values), count.value, created=stamp)
+            return counter
+        histogram = HistogramMetricFamily(self.name, self.text, labels=self.labels)
+        bounds = [*(floatToGoString(b) for b in self.buckets), "+Inf"]  # type: ignore[no-untyped-call]
+        for values, spread in children:
+            with self._lock:
+                counts, total = list(spread.counts), spread.total
+            running, cumulative = 0, []
+            for bound, count in zip(bounds, counts, strict=True):
+                running += count
+                cumulative.append((bound, float(running)))
+            histogram.add_metric(list(values), cumulative, total)
+            if created:
+                labels = dict(zip(self.labels, values, strict=True))
+                histogram.samples.append(Sample(f"{self.name}_created", labels, spread.created))
+        return histogram
 
 
 # name (after PREFIX), kind, help, labels, buckets (histograms only)
@@ -104,57 +193,78 @@ _SPECS: tuple[tuple[str, str, str, tuple[str, ...], tuple[float, ...]], ...] = (
 )  # fmt: skip
 
 
-def _families(registry: CollectorRegistry) -> dict[str, _Family]:
-    made: dict[str, _Family] = {}
-    for name, kind, text, labels, buckets in _SPECS:
-        if kind == "histogram":
-            metric: Any = Histogram(
-                f"{PREFIX}_{name}", text, labels, buckets=buckets, registry=registry
-            )
-        else:
-            metric = Counter(f"{PREFIX}_{name}", text, labels, registry=registry)
-        made[name] = _Family(metric)
-    return made
+def _families(lock: threading.Lock) -> dict[str, _Family]:
+    return {
+        name: _Family(f"{PREFIX}_{name}", kind, text, labels, buckets, lock)
+        for name, kind, text, labels, buckets in _SPECS
+    }
 
 
 class Metrics:
-    """The runtime's metrics, registered in :attr:`registry`.
+    """The runtime's metrics; :attr:`registry` holds them for prometheus-client.
 
     Args:
-        registry: where to register; a new :class:`CollectorRegistry` when omitted.
+        registry: where to register; a new :class:`CollectorRegistry` on first use when
+            omitted.
         process: also register the standard process, platform and GC collectors
             (``process_cpu_seconds_total``, ``python_info``...).
     """
 
     def __init__(self, registry: CollectorRegistry | None = None, *, process: bool = True) -> None:
-        self.registry = registry if registry is not None else CollectorRegistry(auto_describe=True)
+        self._process = process
+        self._registry: CollectorRegistry | None = None
+        self._registry_guard = threading.Lock()
         self._clients: weakref.WeakSet[Any] = weakref.WeakSet()
-        f = _families(self.registry)
+        self._families = f = _families(threading.Lock())
         self._turns, self._turn_seconds = f["turns"], f["turn_duration_seconds"]
         self._first_text, self._rounds = f["time_to_first_text_seconds"], f["rounds"]
         self._tools, self._searches, self._tokens = f["tool_calls"], f["web_searches"], f["tokens"]
         self._requests = f["upstream_requests"]
         self._upstream_seconds = f["upstream_request_duration_seconds"]
         self._retries = f["upstream_retries"]
-        in_flight = Gauge(
-            f"{PREFIX}_upstream_in_flight",
-            "Upstream calls holding a concurrency slot (LLM_MAX_CONCURRENCY).",
-            registry=self.registry,
-        )
-        queued = Gauge(
-            f"{PREFIX}_upstream_queued",
-            "Upstream calls waiting for a slot.",
-            registry=self.registry,
-        )
-        in_flight.set_function(self._sum("in_flight"))
-        queued.set_function(self._sum("queued"))
-        if process:
-            ProcessCollector(registry=self.registry)
-            PlatformCollector(registry=self.registry)
-            GCCollector(registry=self.registry)
+        if registry is not None:
+            self._registry = self._register(registry)
 
-    def _sum(self, name: str) -> Callable[[], float]:
-        return lambda: float(sum(getattr(client, name) for client in list(self._clients)))
+    @property
+    def registry(self) -> CollectorRegistry:
+        """This runtime's own prometheus-client registry (made, and prometheus-client
+        imported, on first use): the metrics, the two gauges and, with ``process``, the
+        standard collectors."""
+        with self._registry_guard:
+            if self._registry is None:
+                self._registry = self._new_registry()
+            return self._registry
+
+    def _new_registry(self) -> CollectorRegistry:
+        from prometheus_client import CollectorRegistry
+
+        return self._register(CollectorRegistry(auto_describe=True))
+
+    def _register(self, registry: CollectorRegistry) -> CollectorRegistry:
+        from prometheus_client.gc_collector import GCCollector
+        from prometheus_client.platform_collector import PlatformCollector
+        from prometheus_client.process_collector import ProcessCollector
+
+        registry.register(_Collector(self))
+        if self._process:
+            ProcessCollector(registry=registry)
+            PlatformCollector(registry=registry)
+            GCCollector(registry=registry)
+        return registry
+
+    def collect(self) -> Iterator[Metric]:
+        """Every family, then the gauges of calls in flight and queued (read now)."""
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
+        for family in self._families.values():
+            yield family.family()
+        clients = list(self._clients)
+        for name, text in (
+            ("in_flight", "Upstream calls holding a concurrency slot (LLM_MAX_CONCURRENCY)."),
+            ("queued", "Upstream calls waiting for a slot."),
+        ):
+            value = float(sum(getattr(client, name) for client in clients))
+            yield GaugeMetricFamily(f"{PREFIX}_upstream_{name}", text, value=value)
 
     # ------------------------------------------------------------------ the upstream
 
@@ -215,5 +325,19 @@ class Metrics:
         """Everything in :attr:`registry` and its ``Content-Type``, in the format ``accept``
         asks for: OpenMetrics when the scraper prefers it, else the Prometheus text format
         0.0.4 (prometheus-client's own negotiation)."""
+        from prometheus_client.exposition import choose_encoder
+
         encoder, content_type = choose_encoder(accept)
         return encoder(self.registry), content_type
+
+
+class _Collector:
+    """Hands a registry the families of one :class:`Metrics` at each scrape."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = weakref.ref(metrics)
+
+    def collect(self) -> Iterator[Metric]:
+        metrics = self._metrics()
+        if metrics is not None:
+            yield from metrics.collect()

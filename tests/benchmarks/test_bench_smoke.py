@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from benchmarks import job, run_client, service_bench, startup
+from benchmarks import job, postgres, run_client, service_bench, startup
+from benchmarks.__main__ import scenarios
 from benchmarks.clients import CLIENTS
 from benchmarks.report import Verdict, render, verdicts
 from benchmarks.runner import ClientRun, Server
@@ -58,6 +59,15 @@ async def test_the_server_answers_a_request_without_tools_at_once(server_url: st
     async with httpx.AsyncClient() as http:
         answer = (await http.post(f"{server_url}/chat/completions", json=body)).json()
     assert answer["choices"][0]["message"]["content"] == "Answer: hi there"
+
+
+async def test_the_server_answers_a_request_that_is_not_a_chat_with_404(server_url: str) -> None:
+    async with httpx.AsyncClient() as http:
+        probe = await http.get(f"{server_url}/models")
+        body = {"model": job.MODEL, "messages": [{"role": "user", "content": "still there"}]}
+        answer = await http.post(f"{server_url}/chat/completions", json=body)
+    assert probe.status_code == 404
+    assert answer.json()["choices"][0]["message"]["content"] == "Answer: still there"
 
 
 def test_stream_frames_follow_the_glm_layout() -> None:
@@ -105,6 +115,26 @@ async def test_the_persona_with_a_conversation_loads_and_stores_each_turn(server
     assert len({m.turn for m in stored}) == 3  # the warm-up turn and the two measured ones
 
 
+async def test_the_persona_stores_its_turns_in_the_harness_s_own_postgresql(
+    server_url: str,
+) -> None:
+    why_not = postgres.unavailable()
+    if why_not is not None:
+        pytest.skip(why_not)
+    with postgres.throwaway() as database_url:
+        driver = await _driver("persona", server_url, conversation=True, database_url=database_url)
+        try:
+            result = await run_client.sequential(driver, 2, 1)
+            store = driver.runtime.store  # type: ignore[attr-defined]
+            stored = await store.get(driver.conversation_id)  # type: ignore[attr-defined]
+        finally:
+            await driver.aclose()
+        assert type(store).__name__ == "PostgresStore"
+    assert result["cpu_per_conv"] > 0
+    assert stored is not None
+    assert len({m.turn for m in stored}) == 3
+
+
 async def test_persona_runs_four_slow_tools_in_one_round() -> None:
     with Server(calls=4).running() as url:
         driver = await _driver("persona", url, slow_tool=True)
@@ -147,12 +177,20 @@ def test_the_public_import_is_timed_as_written() -> None:
 def test_the_service_scenario_runs_every_server_at_tiny_sizes(tmp_path: Path) -> None:
     rows = service_bench.service(Config.quick_config(str(tmp_path)))
     found = {row.key: row for row in rows}
-    assert set(found) == {"floor_json", "service_json", "floor_stream", "service_stream"}
+    kinds = ("floor", "floor-default", "floor-sharded", "service")
+    assert set(found) == {f"{kind}_{mode}" for kind in kinds for mode in ("json", "stream")}
     for row in rows:
         assert row.note == "", row.note
         assert row.metrics["cpu_ms"] and row.metrics["rps"] and row.metrics["p99_ms"]
         assert row.metrics["rss_mb"]
     assert found["service_json"].metrics["added_p99_ms"] is not None
+
+
+def test_only_takes_scenario_names_and_numbers() -> None:
+    assert scenarios("service") == {"8"}
+    assert scenarios("1, startup,8") == {"1", "5", "8"}
+    with pytest.raises(SystemExit, match="unknown scenario 'servce'"):
+        scenarios("servce")
 
 
 def test_a_failing_fresh_process_run_is_reported_not_counted() -> None:
@@ -172,6 +210,7 @@ def test_verdicts_compare_medians_with_the_targets() -> None:
         _row("1", "raw_httpx", cpu_ms=2.0),
         _row("1", "persona", cpu_ms=2.2),
         _row("1", "persona_conversation", cpu_ms=2.8),
+        Row("1", "persona_conversation_pg", "pg", {}, "not measured: no server binaries"),
         _row("1", "openai", cpu_ms=5.0),
         _row("2", "raw_httpx", wall_s=4.0, rss_mb=50.0),
         _row("2", "raw_httpx_1000", wall_s=3.5, rss_mb=50.0),
@@ -187,6 +226,9 @@ def test_verdicts_compare_medians_with_the_targets() -> None:
     found = {v.target: v for v in verdicts(rows)}
     assert found["1. persona CPU <= 1.15x raw httpx"].met is True
     assert found["1. persona with a conversation_id (SQLite) CPU <= 1.35x raw httpx"].met is False
+    on_postgres = found["1. persona with a conversation_id (PostgreSQL) CPU <= 1.35x raw httpx"]
+    assert on_postgres.met is None
+    assert on_postgres.measured == "not measured: no server binaries"
     assert found["1. persona CPU below every peer"].met is True
     assert found["2. glmclient: wall <= 0.8x raw httpx's best pool"].met is False  # 3.0 / 3.5
     assert found["2. glmclient: peak RSS <= 1.25x raw httpx"].met is False

@@ -161,7 +161,7 @@ async def test_the_slots_are_one_budget_across_replicas(url: str, postgres_serve
         await store.aclose()
 
 
-async def test_a_1302_pauses_every_replica(url: str) -> None:
+async def test_a_1302_pauses_every_replica(url: str, postgres_server: Any) -> None:
     store = PostgresStore(url)
     one, two = slots(url, store, wait=3.0), slots(url, store, wait=3.0)
     try:
@@ -174,6 +174,12 @@ async def test_a_1302_pauses_every_replica(url: str) -> None:
         with pytest.raises(UpstreamBusyError, match="1302") as busy:
             await two.acquire()  # a pause longer than the wait fails at once
         assert busy.value.retry_after is not None and busy.value.retry_after > 3
+        taken = postgres_server.query(
+            url,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid",
+            budget_namespace("test-budget") & 0xFFFFFFFF,
+        )
+        assert taken == [(0,)]  # the look that saw the pause tried no slot
         unpaused = await two.acquire(respect_pause=False)  # the call that saw the 1302
         await unpaused.release()
     finally:
