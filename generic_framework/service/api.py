@@ -27,19 +27,22 @@ from generic_framework.service.requests import (
 )
 from generic_framework.service.schemas import (
     ChatCompletionRequest,
+    ConversationListOut,
+    ConversationSummaryOut,
     ModelListOut,
     ModelOut,
     TurnRequest,
 )
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
 from generic_framework.service.streaming import turn_stream
-from generic_framework.store.base import StoredMessage
+from generic_framework.store.base import LIST_LIMIT_MAX, StoredMessage
 
 __all__ = [
     "chat_completions",
     "conversation",
     "delete_conversation",
     "get_conversation",
+    "list_conversations",
     "list_models",
     "post_message",
 ]
@@ -136,6 +139,49 @@ async def post_message(request: Request) -> Response:
         return _stream(state, persona.stream(text, conversation_id=cid), body.persona, cid)
     reply = await persona.respond(text, conversation_id=cid)
     return _json(turn_body(reply, body.persona, cid))
+
+
+def _limit(request: Request, default: int = 20) -> int:
+    unknown = sorted(set(request.query_params) - {"limit", "before"})
+    if unknown:
+        raise ServiceError(
+            400, f"unknown query parameter {unknown[0]!r} (known: limit, before)", param=unknown[0]
+        )
+    raw = request.query_params.get("limit")
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= LIST_LIMIT_MAX:
+        raise ServiceError(
+            400, f"limit must be an integer from 1 to {LIST_LIMIT_MAX}", param="limit"
+        )
+    return int(raw)
+
+
+async def list_conversations(request: Request) -> Response:
+    """``GET /v1/conversations?limit=&before=``: stored conversations, newest first.
+
+    ``next_before`` is set when the page is full: pass it as ``before`` for the next page.
+    """
+    state = state_of(request)
+    limit = _limit(request)
+    before = request.query_params.get("before")
+    try:
+        found = await state.runtime.store.list_conversations(limit=limit, before=before)
+    except ValueError as exc:
+        raise ServiceError(400, str(exc), param="before", code="invalid_cursor") from None
+    data = [
+        ConversationSummaryOut(
+            id=c.id,
+            persona=c.persona,
+            title=c.title,
+            created_at=c.created_at,
+            updated_at=c.updated_at,
+            turns=c.turns,
+        )
+        for c in found
+    ]
+    following = found[-1].cursor if len(found) == limit else None
+    return _json(ConversationListOut(data=data, next_before=following))
 
 
 async def get_conversation(request: Request) -> Response:

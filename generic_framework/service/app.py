@@ -37,7 +37,13 @@ from starlette.staticfiles import StaticFiles
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
 from generic_framework.runtime import Runtime
-from generic_framework.service.api import chat_completions, conversation, list_models, post_message
+from generic_framework.service.api import (
+    chat_completions,
+    conversation,
+    list_conversations,
+    list_models,
+    post_message,
+)
 from generic_framework.service.errors import EXCEPTION_HANDLERS
 from generic_framework.service.info import bot_info, default_persona, recorded_examples
 from generic_framework.service.middleware import (
@@ -141,6 +147,7 @@ def _routes() -> list[Route | Mount]:
         Route("/openapi.json", _openapi, methods=["GET"]),
         Route("/v1/models", list_models, methods=["GET"]),
         Route("/v1/bot", bot_info, methods=["GET"]),
+        Route("/v1/conversations", list_conversations, methods=["GET"]),
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
         # One route for both methods, so a 405 there lists both in its Allow header.

@@ -24,7 +24,7 @@ from generic_framework.service.schemas import (
 )
 from generic_framework.service.sources import sources_footer
 from generic_framework.store.base import StoredMessage, StoredTurn
-from generic_framework.wire.messages import WebSearchResult
+from generic_framework.wire.messages import AssistantMessage, WebSearchResult
 
 __all__ = [
     "chat_completion",
@@ -35,6 +35,7 @@ __all__ = [
     "reply_usage",
     "reply_web_search",
     "stored_message",
+    "turn_answer",
     "turn_body",
     "turn_record_body",
 ]
@@ -135,7 +136,9 @@ def stored_message(item: StoredMessage) -> dict[str, Any]:
 
 def turn_record_body(turn: StoredTurn) -> TurnRecordOut:
     """A stored turn's record as the API shows it (empty for turns stored without one)."""
-    out = TurnRecordOut(turn=turn.turn, persona=turn.persona, created_at=turn.created_at)
+    out = TurnRecordOut(
+        turn=turn.turn, persona=turn.persona, created_at=turn.created_at, answer=turn_answer(turn)
+    )
     r = turn.record
     if r is None:
         return out
@@ -167,6 +170,14 @@ def turn_record_body(turn: StoredTurn) -> TurnRecordOut:
     )
 
 
+def turn_answer(turn: StoredTurn) -> str | None:
+    """The turn's final answer: its last assistant message without tool calls."""
+    for message in reversed(turn.messages):
+        if isinstance(message, AssistantMessage) and not message.has_tool_calls:
+            return message.content or ""
+    return None
+
+
 def conversation_body(
     conversation_id: str, stored: Sequence[StoredMessage], turns: Sequence[StoredTurn] = ()
 ) -> ConversationOut:
@@ -174,6 +185,7 @@ def conversation_body(
     records."""
     return ConversationOut(
         id=conversation_id,
+        persona=turns[-1].persona if turns else "",
         messages=[stored_message(m) for m in stored],
         turns=[turn_record_body(t) for t in turns],
     )

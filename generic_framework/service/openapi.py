@@ -1,6 +1,6 @@
 """``/openapi.json``: an OpenAPI 3.1 document generated from the pydantic models of the service.
 
-Paths are written here by hand (the service has seven); every schema comes from
+Paths are written here by hand (the service has nine); every schema comes from
 :mod:`generic_framework.service.schemas` through ``model_json_schema``, so the document cannot
 drift from what the endpoints validate and return.
 """
@@ -19,6 +19,7 @@ from generic_framework.service.schemas import (
     ChatCompletionChunkOut,
     ChatCompletionOut,
     ChatCompletionRequest,
+    ConversationListOut,
     ConversationOut,
     ErrorOut,
     HealthOut,
@@ -27,6 +28,7 @@ from generic_framework.service.schemas import (
     TurnOut,
     TurnRequest,
 )
+from generic_framework.store.base import CURSOR_PATTERN, LIST_LIMIT_MAX
 
 __all__ = ["openapi_document"]
 
@@ -38,6 +40,8 @@ _RESPONSES: tuple[type[BaseModel], ...] = (
     ChatCompletionChunkOut,
     TurnOut,
     ConversationOut,
+    ConversationListOut,
+    BotInfoOut,
     ModelListOut,
     HealthOut,
     ReadyOut,
@@ -144,6 +148,24 @@ def _paths() -> dict[str, Any]:
     }
 
 
+_PAGE = [
+    {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": LIST_LIMIT_MAX, "default": 20},
+    },
+    {
+        "name": "before",
+        "in": "query",
+        "required": False,
+        "description": "the next_before of the previous page",
+        "schema": {"type": "string", "pattern": CURSOR_PATTERN},
+    },
+]
+"""The query parameters of ``GET /v1/conversations``."""
+
+
 def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
     conversation_id = {
         "name": "conversation_id",
@@ -152,6 +174,13 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
         "schema": {"type": "string", "pattern": CONVERSATION_ID_PATTERN},
     }
     return {
+        "/v1/conversations": {
+            "get": _op(
+                "Stored conversations, most recently updated first, a page at a time",
+                {"200": _ok(ConversationListOut), **_errors(400, 401, 403)},
+                parameters=_PAGE,
+            )
+        },
         "/v1/conversations/{conversation_id}/messages": {
             "post": _op(
                 "One turn of a server-held conversation",
@@ -168,7 +197,8 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
         },
         "/v1/conversations/{conversation_id}": {
             "get": _op(
-                "The stored messages of a conversation",
+                "A stored conversation: its persona, messages and turns (input as typed, "
+                "answer, sources)",
                 {"200": _ok(ConversationOut), **_errors(400, 401, 403, 404)},
                 parameters=[conversation_id],
             ),

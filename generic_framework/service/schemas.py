@@ -27,7 +27,9 @@ __all__ = [
     "ChoiceOut",
     "ChunkChoiceOut",
     "ChunkDeltaOut",
+    "ConversationListOut",
     "ConversationOut",
+    "ConversationSummaryOut",
     "ErrorDetail",
     "ErrorOut",
     "FinishReason",
@@ -214,15 +216,41 @@ class TurnRecordOut(BaseModel):
     rounds: int = 0
     started_at: str = ""
     duration_ms: float = 0.0
+    answer: str | None = None
 
 
 class ConversationOut(BaseModel):
     """A stored conversation: its messages in order, as sent to the model, and each turn's
-    record (sources, usage, timings), so a page can restore it with its sources."""
+    record (sources, usage, timings), so a page can restore it with its sources.
+
+    ``persona`` is the persona of the latest turn; each turn's ``input`` is what was typed
+    (``//`` kept) and its ``answer`` the final answer shown (``[n]`` markers, no tool rounds).
+    """
 
     id: str
+    persona: str = ""
     messages: list[dict[str, Any]]
     turns: list[TurnRecordOut] = Field(default_factory=list)
+
+
+class ConversationSummaryOut(BaseModel):
+    """One conversation of ``GET /v1/conversations``."""
+
+    id: str
+    persona: str
+    title: str
+    created_at: str
+    updated_at: str
+    turns: int
+
+
+class ConversationListOut(BaseModel):
+    """``GET /v1/conversations``: newest first; ``next_before`` (when the page is full) is the
+    ``before`` of the next page."""
+
+    object: Literal["list"] = "list"
+    data: list[ConversationSummaryOut]
+    next_before: str | None = None
 
 
 class ModelOut(BaseModel):

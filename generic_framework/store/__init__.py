@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from generic_framework.store.base import (
     ConversationDump,
     ConversationStore,
+    ConversationSummary,
     HeldConversation,
     SourceRecord,
     StoredMessage,
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ConversationDump",
     "ConversationStore",
+    "ConversationSummary",
     "HeldConversation",
     "SQLiteStore",
     "SourceRecord",

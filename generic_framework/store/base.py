@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from generic_framework.limits import check_conversation_id
@@ -20,15 +22,23 @@ from generic_framework.wire.messages import Message
 from generic_framework.wire.slots import UpstreamSlots
 
 __all__ = [
+    "CURSOR_PATTERN",
+    "LIST_LIMIT_MAX",
+    "TITLE_CHARS",
     "ConversationDump",
     "ConversationStore",
+    "ConversationSummary",
     "HeldConversation",
     "SourceRecord",
     "StoredMessage",
     "StoredTurn",
     "TurnRecord",
     "check_conversation_id",
+    "check_limit",
     "checksum",
+    "cursor_of",
+    "split_cursor",
+    "title_of",
 ]
 
 
@@ -164,6 +174,77 @@ def checksum(dump: ConversationDump) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+TITLE_CHARS = 80
+"""A listed conversation's title: at most this many characters of its first input, then ``…``."""
+LIST_LIMIT_MAX = 100
+"""The most conversations one :meth:`ConversationStore.list_conversations` call returns."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSummary:
+    """One conversation as a list shows it.
+
+    Attributes:
+        id: the conversation id.
+        persona: the persona of its latest turn.
+        title: its first turn's input as typed (``//`` kept), cut to :data:`TITLE_CHARS`
+            characters plus ``…``; the stored user message for a turn stored without a record.
+        created_at, updated_at: ISO 8601, UTC, milliseconds (``updated_at``: the latest turn).
+        turns: how many turns it has.
+        cursor: pass it as ``before`` to list the conversations after this one.
+    """
+
+    id: str
+    persona: str
+    title: str
+    created_at: str
+    updated_at: str
+    turns: int
+    cursor: str
+
+
+def title_of(text: str) -> str:
+    """A title from a conversation's first input: at most :data:`TITLE_CHARS` characters."""
+    return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS] + "\u2026"
+
+
+CURSOR_PATTERN = r"^[0-9]{1,17}~[A-Za-z0-9_-]{1,128}$"
+"""A :attr:`ConversationSummary.cursor`: ``updated_at`` in microseconds since 1970, ``~``, the
+id. Every string of this form is a valid cursor."""
+_CURSOR = re.compile(CURSOR_PATTERN)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def cursor_of(updated_at: datetime, conversation_id: str) -> str:
+    """The cursor of a listed conversation (``updated_at`` exactly as stored)."""
+    return f"{(updated_at - _EPOCH) // timedelta(microseconds=1)}~{conversation_id}"
+
+
+def split_cursor(cursor: str) -> tuple[datetime, str]:
+    """The (``updated_at``, id) of a :attr:`ConversationSummary.cursor`.
+
+    Raises:
+        ValueError: not of the form :data:`CURSOR_PATTERN`.
+    """
+    if not isinstance(cursor, str) or not _CURSOR.fullmatch(cursor):
+        raise ValueError(
+            f"{str(cursor)[:60]!r} is not a conversation list cursor (pass one returned as is)"
+        )
+    micros, _, conversation_id = cursor.partition("~")
+    return _EPOCH + timedelta(microseconds=int(micros)), conversation_id
+
+
+def check_limit(limit: int) -> int:
+    """``limit`` if it is a valid :meth:`ConversationStore.list_conversations` limit.
+
+    Raises:
+        ValueError: not between 1 and :data:`LIST_LIMIT_MAX`.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= LIST_LIMIT_MAX:
+        raise ValueError(f"limit must be an integer from 1 to {LIST_LIMIT_MAX}")
+    return limit
+
+
 class HeldConversation(Protocol):
     """A conversation whose lock is held (see :meth:`ConversationStore.lock`)."""
 
@@ -218,6 +299,21 @@ class ConversationStore(Protocol):
 
     async def conversation_ids(self) -> list[str]:
         """Every conversation id, sorted."""
+        ...
+
+    async def list_conversations(
+        self, *, limit: int = 20, before: str | None = None
+    ) -> list[ConversationSummary]:
+        """Conversations, most recently updated first (ties by id, descending).
+
+        Args:
+            limit: at most this many (1 to :data:`LIST_LIMIT_MAX`).
+            before: a :attr:`ConversationSummary.cursor`: only the conversations listed after
+                that one.
+
+        Raises:
+            ValueError: ``limit`` is out of range or ``before`` is not a cursor.
+        """
         ...
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:

@@ -34,16 +34,21 @@ from pydantic import TypeAdapter
 
 from generic_framework.store.base import (
     ConversationDump,
+    ConversationSummary,
     HeldConversation,
     StoredMessage,
     StoredTurn,
     TurnRecord,
     check_conversation_id,
+    check_limit,
+    cursor_of,
+    split_cursor,
+    title_of,
 )
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
 from generic_framework.store.postgres_schema import MIGRATIONS, advisory_key, migrate
 from generic_framework.store.postgres_slots import PostgresSlots
-from generic_framework.store.sqlite import RECORD_COLUMNS
+from generic_framework.store.sqlite import LIST_SQL, RECORD_COLUMNS, TITLE_CUT, message_text
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
 from generic_framework.wire.slots import UpstreamSlots
@@ -363,6 +368,15 @@ class PostgresStore:
             cursor = await conn.execute("SELECT id FROM conversations ORDER BY id")
             return [row[0] for row in await cursor.fetchall()]
 
+    async def list_conversations(
+        self, *, limit: int = 20, before: str | None = None
+    ) -> list[ConversationSummary]:
+        """Conversations, most recently updated first; ``before`` a returned cursor."""
+        check_limit(limit)
+        after = split_cursor(before) if before is not None else None
+        async with self._connection() as conn:
+            return await _list(conn, limit, after)
+
     async def dump(self, conversation_id: str) -> ConversationDump | None:
         """Everything stored for a conversation (one consistent snapshot), or ``None``."""
         async with self._connection() as conn:
@@ -410,6 +424,41 @@ class PostgresStore:
             pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
+
+
+async def _list(
+    conn: Any, limit: int, after: tuple[datetime, str] | None
+) -> list[ConversationSummary]:
+    where = "WHERE (c.updated_at, c.id) < (%s, %s)" if after else ""
+    cursor = await conn.execute(
+        LIST_SQL.format(cut=TITLE_CUT, where=where, mark="%s"), (*(after or ()), limit)
+    )
+    summaries = []
+    for cid, created, updated, turns, persona, first in await cursor.fetchall():
+        text = first if first is not None else await _first_text(conn, cid)
+        summaries.append(
+            ConversationSummary(
+                id=cid,
+                persona=persona or "",
+                title=title_of(text),
+                created_at=_iso(created),
+                updated_at=_iso(updated),
+                turns=turns,
+                # Microseconds: the next page must start exactly after this row.
+                cursor=cursor_of(updated, cid),
+            )
+        )
+    return summaries
+
+
+async def _first_text(conn: Any, conversation_id: str) -> str:
+    """The first stored message's text (for a first turn stored without a record)."""
+    cursor = await conn.execute(
+        "SELECT body FROM messages WHERE conversation_id = %s ORDER BY turn, seq LIMIT 1",
+        (conversation_id,),
+    )
+    row = await cursor.fetchone()
+    return message_text(row[0]) if row else ""
 
 
 async def _dump(conn: Any, conversation_id: str) -> ConversationDump | None:

@@ -1,8 +1,9 @@
 """The PostgreSQL schema: versioned migrations, applied once under an advisory lock.
 
 :data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite.MIGRATIONS` version by version
-(1: conversations, turns, messages; 2: the turn record), so ``schema_version`` means the same on
-both backends and ``generic-framework db copy`` can move a conversation between them whole.
+(1: conversations, turns, messages; 2: the turn record; 3: the conversation list's index), so
+``schema_version`` means the same on both backends and ``generic-framework db copy`` can move a
+conversation between them whole.
 ``schema_migrations`` records every applied version.
 
 :func:`migrate` runs each pending migration in its own transaction that first takes a
@@ -62,6 +63,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " ADD COLUMN duration_ms double precision, ADD COLUMN round_ms text",
         # The 1302 pause of each upstream budget (docs/design/0315); PostgreSQL only.
         "CREATE TABLE upstream_pauses (budget text PRIMARY KEY, until timestamptz NOT NULL)",
+    ),
+    (
+        # The conversation list reads newest first, a page at a time (keyset on updated_at, id).
+        "CREATE INDEX conversations_by_update ON conversations (updated_at, id)",
     ),
 )
 """Schema changes in order; never edit one that shipped, append a new one."""

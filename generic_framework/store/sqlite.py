@@ -38,12 +38,18 @@ from pydantic import TypeAdapter
 
 from generic_framework.offload import Offload
 from generic_framework.store.base import (
+    TITLE_CHARS,
     ConversationDump,
+    ConversationSummary,
     HeldConversation,
     StoredMessage,
     StoredTurn,
     TurnRecord,
     check_conversation_id,
+    check_limit,
+    cursor_of,
+    split_cursor,
+    title_of,
 )
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
@@ -118,7 +124,17 @@ _INTEGERS = frozenset(
     }
 )
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_m001_tables, _m002_turn_records)
+
+def _m003_list_index(db: sqlite3.Connection) -> None:
+    # The conversation list reads newest first, a page at a time (keyset on updated_at, id).
+    db.execute("CREATE INDEX conversations_by_update ON conversations (updated_at, id)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _m001_tables,
+    _m002_turn_records,
+    _m003_list_index,
+)
 """Schema changes in order; never edit one that shipped, append a new one."""
 
 
@@ -226,6 +242,19 @@ class SQLiteStore:
     async def conversation_ids(self) -> list[str]:
         """Every conversation id, sorted."""
         return await self._offload.run(self._run, self._ids)
+
+    async def list_conversations(
+        self, *, limit: int = 20, before: str | None = None
+    ) -> list[ConversationSummary]:
+        """Conversations, most recently updated first; ``before`` a returned cursor."""
+        check_limit(limit)
+        after = None
+        if before is not None:
+            stamp, cid = split_cursor(before)
+            # As stored: milliseconds (a cursor with finer time still sorts correctly as text).
+            exact = "milliseconds" if stamp.microsecond % 1000 == 0 else "microseconds"
+            after = (stamp.isoformat(timespec=exact), cid)
+        return await self._offload.run(self._run, _list, limit, after)
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:
         """Everything stored for a conversation, or ``None``."""
@@ -452,6 +481,55 @@ def _insert_turn(
         "INSERT INTO messages (conversation_id, turn, seq, role, body) VALUES (?, ?, ?, ?, ?)",
         [(conversation_id, turn, seq, role, body) for seq, (role, body) in enumerate(bodies)],
     )
+
+
+LIST_SQL = (
+    "SELECT c.id, c.created_at, c.updated_at, c.turns,"
+    " (SELECT t.persona FROM turns t WHERE t.conversation_id = c.id ORDER BY t.turn DESC LIMIT 1),"
+    " (SELECT substr(t.input, 1, {cut}) FROM turns t WHERE t.conversation_id = c.id"
+    " ORDER BY t.turn LIMIT 1)"
+    " FROM conversations c {where} ORDER BY c.updated_at DESC, c.id DESC LIMIT {mark}"
+)
+"""The conversation list's query (both backends fill in the cut, the filter and the mark)."""
+
+
+def _list(
+    db: sqlite3.Connection, limit: int, after: tuple[str, str] | None
+) -> list[ConversationSummary]:
+    where = "WHERE (c.updated_at, c.id) < (?, ?)" if after else ""
+    sql = LIST_SQL.format(cut=TITLE_CUT, where=where, mark="?")
+    rows = db.execute(sql, (*(after or ()), limit)).fetchall()
+    return [
+        ConversationSummary(
+            id=cid,
+            persona=persona or "",
+            title=title_of(first if first is not None else _first_text(db, cid)),
+            created_at=created,
+            updated_at=updated,
+            turns=turns,
+            cursor=cursor_of(datetime.fromisoformat(updated), cid),
+        )
+        for cid, created, updated, turns, persona, first in rows
+    ]
+
+
+TITLE_CUT = TITLE_CHARS + 1
+"""Characters of the first input read for a title: one more than a title shows."""
+
+
+def _first_text(db: sqlite3.Connection, conversation_id: str) -> str:
+    """The first stored message's text (for a first turn stored without a record)."""
+    row = db.execute(
+        "SELECT body FROM messages WHERE conversation_id = ? ORDER BY turn, seq LIMIT 1",
+        (conversation_id,),
+    ).fetchone()
+    return message_text(row[0]) if row else ""
+
+
+def message_text(body: str) -> str:
+    """The text of a stored message body ("" when it has none)."""
+    content = getattr(_MESSAGE.validate_json(body), "content", None)
+    return content if isinstance(content, str) else ""
 
 
 def _migrate(db: sqlite3.Connection) -> None:

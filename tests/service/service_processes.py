@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -104,8 +105,11 @@ def base_env(tmp: Path) -> dict[str, str]:
     }
 
 
-def mock_process(tmp: Path, *, latency_ms: int = 0) -> Process:
+def mock_process(tmp: Path, *, latency_ms: int = 0, fixtures: Sequence[Path] = ()) -> Process:
+    """The mock; ``fixtures`` (files or directories) replace the bundled set when given."""
     args = ["mock", "--host", "127.0.0.1", "--port", "0", "--latency-ms", str(latency_ms)]
+    for path in fixtures:
+        args += ["--fixtures", str(path)]
     return Process(args, tmp / "mock.log", base_env(tmp), tmp)
 
 

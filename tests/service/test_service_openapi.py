@@ -30,6 +30,7 @@ async def test_document_covers_the_api(client_for: Client) -> None:
     assert {
         ("/v1/models", "get"),
         ("/v1/bot", "get"),
+        ("/v1/conversations", "get"),
         ("/v1/chat/completions", "post"),
         ("/v1/conversations/{conversation_id}/messages", "post"),
         ("/v1/conversations/{conversation_id}", "get"),

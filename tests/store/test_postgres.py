@@ -111,8 +111,8 @@ async def test_three_replicas_starting_together_migrate_once(
     try:
         await asyncio.gather(*(s.open() for s in stores))
         versions = postgres_server.query(url, "SELECT version FROM schema_migrations ORDER BY 1")
-        assert versions == [(1,), (2,)]
-        assert [await s.schema_version() for s in stores] == [2, 2, 2]
+        assert versions == [(1,), (2,), (3,)]
+        assert [await s.schema_version() for s in stores] == [3, 3, 3]
     finally:
         for s in stores:
             await s.aclose()

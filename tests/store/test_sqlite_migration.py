@@ -44,7 +44,7 @@ async def test_a_version_1_file_is_migrated_in_place_losing_nothing(tmp_path: Pa
     store = SQLiteStore(path)
     try:
         history = await store.load("u42", 10)
-        assert version(path) == len(MIGRATIONS) == 2
+        assert version(path) == len(MIGRATIONS) == 3
         assert snapshot(path) == before
         assert history[0] == UserMessage(content="what's the weather in Nanaimo?")
         assert history[-1] == AssistantMessage(content="It is 4.")
@@ -52,6 +52,12 @@ async def test_a_version_1_file_is_migrated_in_place_losing_nothing(tmp_path: Pa
         assert turns is not None and [(t.turn, t.persona, t.record) for t in turns] == [
             (1, "scout", None),
             (2, "helper", None),
+        ]
+        # Turns stored without a record: the list's title is the stored user message.
+        listed = await store.list_conversations()
+        assert [(c.id, c.persona, c.title, c.turns) for c in listed] == [
+            ("u42", "helper", "what's the weather in Nanaimo?", 2),  # same time, larger id
+            ("other", "scout", "hello 漢字 😀", 1),
         ]
         record = TurnRecord(input="// and now?", model="glm-4.7", rounds=1)
         assert await store.append_turn("u42", "scout", history[:2], record) == 3
