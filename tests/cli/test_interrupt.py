@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,21 @@ def _wait_for(stream_path: Path, needle: str, timeout: float = 20.0) -> None:
     raise AssertionError(f"{needle!r} never appeared in {stream_path.read_text()!r}")
 
 
+@contextlib.contextmanager
+def _sigint_caught() -> Iterator[None]:
+    """Start children with SIGINT's default action, also when this process ignores it.
+
+    A background job of a non-interactive shell starts with SIGINT ignored, which a child
+    inherits (and Python then leaves ignored); a handler caught here is reset to the default by
+    ``exec``, as a terminal's child would have it.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_cancels_the_turn_and_keeps_the_session(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ZAI_", "LLM_"))}
     stdout_path, stderr_path = tmp_path / "out.txt", tmp_path / "err.txt"
@@ -37,7 +54,7 @@ def test_ctrl_c_cancels_the_turn_and_keeps_the_session(tmp_path: Path) -> None:
             DATA_DIR=str(tmp_path / "data"),
             PERSONAS_DIR=str(ROOT / "personas"),
         )
-        with stdout_path.open("w") as out, stderr_path.open("w") as err:
+        with stdout_path.open("w") as out, stderr_path.open("w") as err, _sigint_caught():
             proc = subprocess.Popen(
                 [sys.executable, "-m", "generic_framework", "chat", "--conversation", "c1"],
                 stdin=subprocess.PIPE,
