@@ -45,37 +45,27 @@ def _m001_tables(db: sqlite3.Connection) -> None:
 
 def _m002_turn_records(db: sqlite3.Connection) -> None:
     # Added columns only: rows written before stay as they were (NULL = not recorded then).
-    for column in RECORD_COLUMNS:
-        kind = {"duration_ms": "REAL"}.get(column, "INTEGER" if column in _INTEGERS else "TEXT")
+    for column, kind in _RECORD_TYPES.items():
         db.execute(f"ALTER TABLE turns ADD COLUMN {column} {kind}")
 
 
-RECORD_COLUMNS = (
-    "input",
-    "model",
-    "stop_reason",
-    "sources",
-    "prompt_tokens",
-    "completion_tokens",
-    "cached_tokens",
-    "reasoning_tokens",
-    "web_searches",
-    "rounds",
-    "started_at",
-    "duration_ms",
-    "round_ms",
-)
+_RECORD_TYPES = {
+    "input": "TEXT",
+    "model": "TEXT",
+    "stop_reason": "TEXT",
+    "sources": "TEXT",
+    "prompt_tokens": "INTEGER",
+    "completion_tokens": "INTEGER",
+    "cached_tokens": "INTEGER",
+    "reasoning_tokens": "INTEGER",
+    "web_searches": "INTEGER",
+    "rounds": "INTEGER",
+    "started_at": "TEXT",
+    "duration_ms": "REAL",
+    "round_ms": "TEXT",
+}
+RECORD_COLUMNS = tuple(_RECORD_TYPES)
 """The turn record's columns of the ``turns`` table (``sources`` and ``round_ms`` hold JSON)."""
-_INTEGERS = frozenset(
-    {
-        "prompt_tokens",
-        "completion_tokens",
-        "cached_tokens",
-        "reasoning_tokens",
-        "web_searches",
-        "rounds",
-    }
-)
 
 
 def _m003_list_index(db: sqlite3.Connection) -> None:
