@@ -38,7 +38,6 @@ from pydantic import TypeAdapter
 
 from generic_framework.offload import Offload
 from generic_framework.store.base import (
-    TITLE_CHARS,
     ConversationDump,
     ConversationSummary,
     HeldConversation,
@@ -51,6 +50,7 @@ from generic_framework.store.base import (
     split_cursor,
     title_of,
 )
+from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
 from generic_framework.store.sqlite_schema import (
     MIGRATIONS,
     RECORD_COLUMNS,
@@ -399,16 +399,6 @@ def _insert_turn(
     )
 
 
-LIST_SQL = (
-    "SELECT c.id, c.created_at, c.updated_at, c.turns,"
-    " (SELECT t.persona FROM turns t WHERE t.conversation_id = c.id ORDER BY t.turn DESC LIMIT 1),"
-    " (SELECT substr(t.input, 1, {cut}) FROM turns t WHERE t.conversation_id = c.id"
-    " ORDER BY t.turn LIMIT 1)"
-    " FROM conversations c {where} ORDER BY c.updated_at DESC, c.id DESC LIMIT {mark}"
-)
-"""The conversation list's query (both backends fill in the cut, the filter and the mark)."""
-
-
 def _list(
     db: sqlite3.Connection, limit: int, after: tuple[str, str] | None
 ) -> list[ConversationSummary]:
@@ -429,10 +419,6 @@ def _list(
     ]
 
 
-TITLE_CUT = TITLE_CHARS + 1
-"""Characters of the first input read for a title: one more than a title shows."""
-
-
 def _first_text(db: sqlite3.Connection, conversation_id: str) -> str:
     """The first stored message's text (for a first turn stored without a record)."""
     row = db.execute(
@@ -440,9 +426,3 @@ def _first_text(db: sqlite3.Connection, conversation_id: str) -> str:
         (conversation_id,),
     ).fetchone()
     return message_text(row[0]) if row else ""
-
-
-def message_text(body: str) -> str:
-    """The text of a stored message body ("" when it has none)."""
-    content = getattr(_MESSAGE.validate_json(body), "content", None)
-    return content if isinstance(content, str) else ""

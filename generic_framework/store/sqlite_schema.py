@@ -11,12 +11,14 @@ table; :func:`record_values` and :func:`record_from` convert a
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generic_framework.store.base import TurnRecord
 from generic_framework.wire.errors import ConfigError
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["MIGRATIONS", "RECORD_COLUMNS", "migrate", "record_from", "record_values"]
 
