@@ -45,10 +45,11 @@ from generic_framework.store.base import (
     split_cursor,
     title_of,
 )
+from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
 from generic_framework.store.postgres_schema import MIGRATIONS, advisory_key, migrate
 from generic_framework.store.postgres_slots import PostgresSlots
-from generic_framework.store.sqlite import LIST_SQL, RECORD_COLUMNS, TITLE_CUT, message_text
+from generic_framework.store.sqlite_schema import RECORD_COLUMNS
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
 from generic_framework.wire.slots import UpstreamSlots

@@ -1,9 +1,9 @@
 """The PostgreSQL schema: versioned migrations, applied once under an advisory lock.
 
-:data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite.MIGRATIONS` version by version
-(1: conversations, turns, messages; 2: the turn record; 3: the conversation list's index), so
-``schema_version`` means the same on both backends and ``generic-framework db copy`` can move a
-conversation between them whole.
+:data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite_schema.MIGRATIONS` version by
+version (1: conversations, turns, messages; 2: the turn record; 3: the conversation list's
+index), so ``schema_version`` means the same on both backends and ``generic-framework db copy``
+can move a conversation between them whole.
 ``schema_migrations`` records every applied version.
 
 :func:`migrate` runs each pending migration in its own transaction that first takes a

@@ -11,7 +11,8 @@
   (:meth:`SQLiteStore.lock` holds nothing across processes; PostgreSQL does).
 - **Schema changes** are an ordered list of small functions, :data:`MIGRATIONS`; ``PRAGMA
   user_version`` records how many have run. Each runs in its own ``BEGIN IMMEDIATE``
-  transaction that re-reads the version, so processes opening one file migrate it once.
+  transaction that re-reads the version, so processes opening one file migrate it once
+  (:mod:`~.sqlite_schema`).
 - **The upstream budget** is this process's own (:class:`~generic_framework.wire.slots.LocalSlots`).
 - **Off the event loop.** Every operation runs in a worker thread
   (:class:`~generic_framework.offload.Offload`, which lets the loop wait up to a millisecond for
@@ -25,7 +26,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -38,7 +38,6 @@ from pydantic import TypeAdapter
 
 from generic_framework.offload import Offload
 from generic_framework.store.base import (
-    TITLE_CHARS,
     ConversationDump,
     ConversationSummary,
     HeldConversation,
@@ -50,6 +49,14 @@ from generic_framework.store.base import (
     cursor_of,
     split_cursor,
     title_of,
+)
+from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
+from generic_framework.store.sqlite_schema import (
+    MIGRATIONS,
+    RECORD_COLUMNS,
+    migrate,
+    record_from,
+    record_values,
 )
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
@@ -68,99 +75,8 @@ _UNUSABLE = frozenset(
 )
 
 
-def _m001_tables(db: sqlite3.Connection) -> None:
-    db.execute(
-        "CREATE TABLE conversations ("
-        " id TEXT PRIMARY KEY, turns INTEGER NOT NULL DEFAULT 0,"
-        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL)"
-    )
-    db.execute(
-        "CREATE TABLE turns ("
-        " conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"
-        " turn INTEGER NOT NULL, persona TEXT NOT NULL, created_at TEXT NOT NULL,"
-        " PRIMARY KEY (conversation_id, turn)) WITHOUT ROWID"
-    )
-    db.execute(
-        "CREATE TABLE messages ("
-        " conversation_id TEXT NOT NULL, turn INTEGER NOT NULL, seq INTEGER NOT NULL,"
-        " role TEXT NOT NULL, body TEXT NOT NULL,"
-        " PRIMARY KEY (conversation_id, turn, seq),"
-        " FOREIGN KEY (conversation_id, turn) REFERENCES turns(conversation_id, turn)"
-        " ON DELETE CASCADE) WITHOUT ROWID"
-    )
-
-
-def _m002_turn_records(db: sqlite3.Connection) -> None:
-    # Added columns only: rows written before stay as they were (NULL = not recorded then).
-    for column in RECORD_COLUMNS:
-        kind = {"duration_ms": "REAL"}.get(column, "INTEGER" if column in _INTEGERS else "TEXT")
-        db.execute(f"ALTER TABLE turns ADD COLUMN {column} {kind}")
-
-
-RECORD_COLUMNS = (
-    "input",
-    "model",
-    "stop_reason",
-    "sources",
-    "prompt_tokens",
-    "completion_tokens",
-    "cached_tokens",
-    "reasoning_tokens",
-    "web_searches",
-    "rounds",
-    "started_at",
-    "duration_ms",
-    "round_ms",
-)
-"""The turn record's columns of the ``turns`` table (``sources`` and ``round_ms`` hold JSON)."""
-_INTEGERS = frozenset(
-    {
-        "prompt_tokens",
-        "completion_tokens",
-        "cached_tokens",
-        "reasoning_tokens",
-        "web_searches",
-        "rounds",
-    }
-)
-
-
-def _m003_list_index(db: sqlite3.Connection) -> None:
-    # The conversation list reads newest first, a page at a time (keyset on updated_at, id).
-    db.execute("CREATE INDEX conversations_by_update ON conversations (updated_at, id)")
-
-
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
-    _m001_tables,
-    _m002_turn_records,
-    _m003_list_index,
-)
-"""Schema changes in order; never edit one that shipped, append a new one."""
-
-
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def record_values(record: TurnRecord | None) -> tuple[Any, ...]:
-    """The :data:`RECORD_COLUMNS` values of a record (all ``None`` without one)."""
-    if record is None:
-        return (None,) * len(RECORD_COLUMNS)
-    data = record.to_json()
-    return tuple(
-        json.dumps(data[c], ensure_ascii=False) if c in ("sources", "round_ms") else data[c]
-        for c in RECORD_COLUMNS
-    )
-
-
-def record_from(values: Sequence[Any]) -> TurnRecord | None:
-    """The record of a row's :data:`RECORD_COLUMNS` (``None`` for a turn stored without one)."""
-    data = dict(zip(RECORD_COLUMNS, values, strict=True))
-    if data["input"] is None:
-        return None
-    for name in ("sources", "round_ms"):
-        data[name] = json.loads(data[name] or "[]")
-    return TurnRecord.from_json(data)
 
 
 class _Held:
@@ -342,7 +258,7 @@ class SQLiteStore:
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA foreign_keys = ON")
-            _migrate(db)
+            migrate(db)
         except BaseException:
             # A file that is not a database fails here, after connect() succeeded.
             db.close()
@@ -483,16 +399,6 @@ def _insert_turn(
     )
 
 
-LIST_SQL = (
-    "SELECT c.id, c.created_at, c.updated_at, c.turns,"
-    " (SELECT t.persona FROM turns t WHERE t.conversation_id = c.id ORDER BY t.turn DESC LIMIT 1),"
-    " (SELECT substr(t.input, 1, {cut}) FROM turns t WHERE t.conversation_id = c.id"
-    " ORDER BY t.turn LIMIT 1)"
-    " FROM conversations c {where} ORDER BY c.updated_at DESC, c.id DESC LIMIT {mark}"
-)
-"""The conversation list's query (both backends fill in the cut, the filter and the mark)."""
-
-
 def _list(
     db: sqlite3.Connection, limit: int, after: tuple[str, str] | None
 ) -> list[ConversationSummary]:
@@ -513,10 +419,6 @@ def _list(
     ]
 
 
-TITLE_CUT = TITLE_CHARS + 1
-"""Characters of the first input read for a title: one more than a title shows."""
-
-
 def _first_text(db: sqlite3.Connection, conversation_id: str) -> str:
     """The first stored message's text (for a first turn stored without a record)."""
     row = db.execute(
@@ -524,31 +426,3 @@ def _first_text(db: sqlite3.Connection, conversation_id: str) -> str:
         (conversation_id,),
     ).fetchone()
     return message_text(row[0]) if row else ""
-
-
-def message_text(body: str) -> str:
-    """The text of a stored message body ("" when it has none)."""
-    content = getattr(_MESSAGE.validate_json(body), "content", None)
-    return content if isinstance(content, str) else ""
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Run the migrations this file has not seen, each in its own immediate transaction."""
-    while True:
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            (version,) = db.execute("PRAGMA user_version").fetchone()
-            if version > len(MIGRATIONS):
-                raise ConfigError(
-                    f"the conversation store is at schema version {version}, newer than this "
-                    f"release's {len(MIGRATIONS)}: upgrade generic-framework"
-                )
-            if version == len(MIGRATIONS):
-                db.execute("COMMIT")
-                return
-            MIGRATIONS[version](db)
-            db.execute(f"PRAGMA user_version = {version + 1}")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")

@@ -1,0 +1,126 @@
+"""The SQLite schema: versioned migrations and the turn record's columns.
+
+:data:`MIGRATIONS` is an ordered list of small functions; ``PRAGMA user_version`` records how
+many have run. :func:`migrate` runs each pending one in its own ``BEGIN IMMEDIATE``
+transaction that re-reads the version, so processes opening one file migrate it once
+(docs/design/0316). :data:`RECORD_COLUMNS` are the turn record's columns of the ``turns``
+table; :func:`record_values` and :func:`record_from` convert a
+:class:`~generic_framework.store.base.TurnRecord` to and from them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from generic_framework.store.base import TurnRecord
+from generic_framework.wire.errors import ConfigError
+
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["MIGRATIONS", "RECORD_COLUMNS", "migrate", "record_from", "record_values"]
+
+
+def _m001_tables(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE conversations ("
+        " id TEXT PRIMARY KEY, turns INTEGER NOT NULL DEFAULT 0,"
+        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE turns ("
+        " conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"
+        " turn INTEGER NOT NULL, persona TEXT NOT NULL, created_at TEXT NOT NULL,"
+        " PRIMARY KEY (conversation_id, turn)) WITHOUT ROWID"
+    )
+    db.execute(
+        "CREATE TABLE messages ("
+        " conversation_id TEXT NOT NULL, turn INTEGER NOT NULL, seq INTEGER NOT NULL,"
+        " role TEXT NOT NULL, body TEXT NOT NULL,"
+        " PRIMARY KEY (conversation_id, turn, seq),"
+        " FOREIGN KEY (conversation_id, turn) REFERENCES turns(conversation_id, turn)"
+        " ON DELETE CASCADE) WITHOUT ROWID"
+    )
+
+
+def _m002_turn_records(db: sqlite3.Connection) -> None:
+    # Added columns only: rows written before stay as they were (NULL = not recorded then).
+    for column, kind in _RECORD_TYPES.items():
+        db.execute(f"ALTER TABLE turns ADD COLUMN {column} {kind}")
+
+
+_RECORD_TYPES = {
+    "input": "TEXT",
+    "model": "TEXT",
+    "stop_reason": "TEXT",
+    "sources": "TEXT",
+    "prompt_tokens": "INTEGER",
+    "completion_tokens": "INTEGER",
+    "cached_tokens": "INTEGER",
+    "reasoning_tokens": "INTEGER",
+    "web_searches": "INTEGER",
+    "rounds": "INTEGER",
+    "started_at": "TEXT",
+    "duration_ms": "REAL",
+    "round_ms": "TEXT",
+}
+RECORD_COLUMNS = tuple(_RECORD_TYPES)
+"""The turn record's columns of the ``turns`` table (``sources`` and ``round_ms`` hold JSON)."""
+
+
+def _m003_list_index(db: sqlite3.Connection) -> None:
+    # The conversation list reads newest first, a page at a time (keyset on updated_at, id).
+    db.execute("CREATE INDEX conversations_by_update ON conversations (updated_at, id)")
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _m001_tables,
+    _m002_turn_records,
+    _m003_list_index,
+)
+"""Schema changes in order; never edit one that shipped, append a new one."""
+
+
+def record_values(record: TurnRecord | None) -> tuple[Any, ...]:
+    """The :data:`RECORD_COLUMNS` values of a record (all ``None`` without one)."""
+    if record is None:
+        return (None,) * len(RECORD_COLUMNS)
+    data = record.to_json()
+    return tuple(
+        json.dumps(data[c], ensure_ascii=False) if c in ("sources", "round_ms") else data[c]
+        for c in RECORD_COLUMNS
+    )
+
+
+def record_from(values: Sequence[Any]) -> TurnRecord | None:
+    """The record of a row's :data:`RECORD_COLUMNS` (``None`` for a turn stored without one)."""
+    data = dict(zip(RECORD_COLUMNS, values, strict=True))
+    if data["input"] is None:
+        return None
+    for name in ("sources", "round_ms"):
+        data[name] = json.loads(data[name] or "[]")
+    return TurnRecord.from_json(data)
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Run the migrations this file has not seen, each in its own immediate transaction."""
+    while True:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if version > len(MIGRATIONS):
+                raise ConfigError(
+                    f"the conversation store is at schema version {version}, newer than this "
+                    f"release's {len(MIGRATIONS)}: upgrade generic-framework"
+                )
+            if version == len(MIGRATIONS):
+                db.execute("COMMIT")
+                return
+            MIGRATIONS[version](db)
+            db.execute(f"PRAGMA user_version = {version + 1}")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
