@@ -105,6 +105,23 @@ def interpreter_for(spec: ClientSpec) -> str | None:
     return None
 
 
+def run_loadgen(args: Sequence[str], cpu: int, timeout: float) -> dict[str, object]:
+    """Run ``benchmarks.loadgen`` with ``args`` on ``cpu``: its JSON summary, or ``ok: False``."""
+    done = subprocess.run(
+        pinned([sys.executable, "-m", "benchmarks.loadgen", *args], cpu),
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=run_dir(),
+        timeout=timeout,
+        check=False,
+    )
+    try:
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (IndexError, ValueError):
+        return {"ok": False, "error": (done.stderr or done.stdout)[-300:]}
+
+
 @dataclass
 class Server:
     """The scripted server in its own process; a context manager yielding its base URL."""
