@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,11 +11,9 @@ from pathlib import Path
 from benchmarks.runner import (
     CLIENT_CPU,
     ROOT,
-    child_env,
     has_module,
     log,
-    pinned,
-    run_dir,
+    run_loadgen,
     server_process,
     summary,
 )
@@ -33,27 +30,9 @@ def _mock() -> Iterator[int]:
 
 
 def _load(port: int, body: Path, duration: float) -> dict[str, object]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmarks.loadgen",
-        f"--port={port}",
-        f"--body={body}",
-        f"--duration={duration}",
-    ]
-    done = subprocess.run(
-        pinned(cmd, CLIENT_CPU),
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        cwd=run_dir(),
-        timeout=duration + 60,
-        check=False,
+    return run_loadgen(
+        [f"--port={port}", f"--body={body}", f"--duration={duration}"], CLIENT_CPU, duration + 60
     )
-    try:
-        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-    except (IndexError, ValueError):
-        return {"ok": False, "error": (done.stderr or done.stdout)[-300:]}
 
 
 def mock_rps(cfg: Config) -> list[Row]:

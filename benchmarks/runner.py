@@ -105,6 +105,28 @@ def interpreter_for(spec: ClientSpec) -> str | None:
     return None
 
 
+def run_child(cmd: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` in the run directory with the children's environment; its output as text."""
+    return subprocess.run(
+        cmd,
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        cwd=run_dir(),
+        timeout=timeout,
+        check=False,
+    )
+
+
+def run_loadgen(args: Sequence[str], cpu: int, timeout: float) -> dict[str, object]:
+    """Run ``benchmarks.loadgen`` with ``args`` on ``cpu``: its JSON summary, or ``ok: False``."""
+    done = run_child(pinned([sys.executable, "-m", "benchmarks.loadgen", *args], cpu), timeout)
+    try:
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    except (IndexError, ValueError):
+        return {"ok": False, "error": (done.stderr or done.stdout)[-300:]}
+
+
 @dataclass
 class Server:
     """The scripted server in its own process; a context manager yielding its base URL."""
@@ -197,15 +219,7 @@ class ClientRun:
         """Run once; the child's JSON result plus ``spawn_wall`` (seconds, spawn to exit)."""
         start = time.perf_counter()
         try:
-            done = subprocess.run(
-                self.command(python, url),
-                capture_output=True,
-                text=True,
-                env=child_env(),
-                cwd=run_dir(),
-                timeout=self.timeout,
-                check=False,
-            )
+            done = run_child(self.command(python, url), self.timeout)
         except subprocess.TimeoutExpired:
             return {"ok": False, "error": f"timed out after {self.timeout:.0f} s"}
         wall = time.perf_counter() - start

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,11 +21,9 @@ from benchmarks.runner import (
     CLIENT_CPU,
     SERVER_CPU,
     Server,
-    child_env,
     has_module,
     log,
-    pinned,
-    run_dir,
+    run_loadgen,
     server_process,
     summary,
 )
@@ -67,10 +64,7 @@ def _peak_rss_mb(pid: int) -> float | None:
 
 
 def _load(port: int, body: Path, cfg: Config, seconds: float) -> dict[str, object]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "benchmarks.loadgen",
+    args = [
         f"--port={port}",
         f"--body={body}",
         "--path=/v1/chat/completions",
@@ -79,19 +73,7 @@ def _load(port: int, body: Path, cfg: Config, seconds: float) -> dict[str, objec
         f"--expect={EXPECTED}",
         f"--token={MASTER_KEY}",
     ]
-    done = subprocess.run(
-        pinned(cmd, SERVER_CPU),
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        cwd=run_dir(),
-        timeout=seconds + 120,
-        check=False,
-    )
-    try:
-        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
-    except (IndexError, ValueError):
-        return {"ok": False, "error": (done.stderr or done.stdout)[-300:]}
+    return run_loadgen(args, SERVER_CPU, seconds + 120)
 
 
 def _once(kind: str, python: str, upstream: str, body: Path, cfg: Config) -> dict[str, object]:

@@ -16,6 +16,7 @@ from benchmarks.runner import (
     has_module,
     log,
     pinned,
+    run_child,
     run_dir,
     summary,
 )
@@ -64,15 +65,7 @@ def _spawn_wall(cmd: list[str]) -> float | None:
 
 
 def _import_time(python: str, module: str) -> float | None:
-    done = subprocess.run(
-        pinned([python, "-c", _TIMER.format(m=_statement(module))], CLIENT_CPU),
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        cwd=run_dir(),
-        timeout=120,
-        check=False,
-    )
+    done = run_child(pinned([python, "-c", _TIMER.format(m=_statement(module))], CLIENT_CPU), 120)
     try:
         return float(done.stdout.strip().splitlines()[-1]) * 1000
     except (IndexError, ValueError):
@@ -172,14 +165,8 @@ def import_profile() -> str:
     One run, after the timed ones (the disk cache is warm). Own time attributed to top-level
     packages; the library's own modules are listed one by one.
     """
-    done = subprocess.run(
-        pinned([sys.executable, "-X", "importtime", "-c", PUBLIC_IMPORT], CLIENT_CPU),
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        cwd=run_dir(),
-        timeout=120,
-        check=False,
+    done = run_child(
+        pinned([sys.executable, "-X", "importtime", "-c", PUBLIC_IMPORT], CLIENT_CPU), 120
     )
     packages: dict[str, float] = {}
     ours: dict[str, float] = {}

@@ -22,20 +22,8 @@ from pathlib import Path
 
 import pytest
 
-SERVER_USER = "postgres"
-
-
-def server_bindir() -> Path | None:
-    """The directory of ``initdb`` and ``pg_ctl``, newest version first; None when absent."""
-    found = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-        key=lambda p: int(p.parts[-3]) if p.parts[-3].isdigit() else 0,
-        reverse=True,
-    )
-    if found:
-        return found[0].parent
-    initdb = shutil.which("initdb")
-    return Path(initdb).resolve().parent if initdb else None
+from benchmarks.postgres import SERVER_USER
+from benchmarks.postgres import bindir as server_bindir
 
 
 def require_server() -> Path:

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
-import threading
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,14 @@ from generic_framework.mock.asgi import (
     send_error,
 )
 from generic_framework.mock.catalog import Catalog, Incoming, Selection
+from generic_framework.mock.faults import (
+    RAW_SEND,
+    RandomFailures,
+    drop,
+    drop_mid_body,
+    http_error,
+    sleep_unless_disconnected,
+)
 from generic_framework.mock.fixture import (
     BreakStreamFault,
     DropConnectionFault,
@@ -77,7 +83,6 @@ GENERAL_PREFIX = "/api/paas/v4"
 CODING_PREFIX = "/api/coding/paas/v4"
 CHAT_PATHS = (f"{GENERAL_PREFIX}/chat/completions", f"{CODING_PREFIX}/chat/completions")
 SEARCH_PATHS = (f"{GENERAL_PREFIX}/web_search", f"{CODING_PREFIX}/web_search")
-RAW_SEND = "generic_framework.mock.send"
 _ADMIN_PATHS = frozenset({"/healthz", "/mock/report", "/mock/reset", "/mock/fixtures"})
 
 
@@ -91,100 +96,6 @@ def resolve_fixtures(fixtures: FixtureSource) -> list[Fixture]:
     for item in fixtures:
         loaded.extend([item] if isinstance(item, Fixture) else load_fixtures(item))
     return loaded
-
-
-async def _wait_for_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
-async def _sleep_unless_disconnected(receive: Receive, seconds: float) -> bool:
-    """Sleep; return True early if the client went away meanwhile."""
-    waiter = asyncio.ensure_future(_wait_for_disconnect(receive))
-    try:
-        await asyncio.wait_for(asyncio.shield(waiter), timeout=seconds)
-    except TimeoutError:
-        return False
-    finally:
-        waiter.cancel()
-    return True
-
-
-async def _drop(scope: Scope, receive: Receive, send: Send) -> None:
-    """Close the connection abruptly, whether or not a response has started.
-
-    Under uvicorn the raw ``send`` is a method of the request cycle that owns the transport;
-    aborting it is a real dropped connection. Elsewhere the fallback starts a response and
-    leaves it unfinished, which the server turns into a closed connection.
-    """
-    cycle = getattr(scope.get(RAW_SEND), "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is not None:
-        transport.abort()
-        await _wait_for_disconnect(receive)
-        return
-    await send(
-        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1000")]}
-    )
-    await send({"type": "http.response.body", "body": b"{", "more_body": True})
-
-
-async def _drop_mid_body(
-    scope: Scope, receive: Receive, send: Send, body: bytes, after_bytes: int
-) -> None:
-    """Promise the whole body, send its first ``after_bytes`` bytes, then close the connection.
-
-    The transport is closed (not aborted) so the bytes already written reach the client first.
-    """
-    head = body[: min(after_bytes, max(len(body) - 1, 0))]
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [(b"content-type", JSON_TYPE), (b"content-length", b"%d" % len(body))],
-        }
-    )
-    await send({"type": "http.response.body", "body": head, "more_body": True})
-    cycle = getattr(scope.get(RAW_SEND), "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is not None:
-        transport.close()
-        await _wait_for_disconnect(receive)
-
-
-def _http_error(fault: HTTPErrorFault) -> MockError:
-    """The error an ``http_error`` fault answers with (its ``Retry-After``, if any)."""
-    retry = {} if fault.retry_after is None else {"retry-after": f"{fault.retry_after:g}"}
-    return MockError(fault.status, fault.code, fault.message, headers=retry)
-
-
-class RandomFailures:
-    """Fail a fraction of valid API requests with HTTP 503, reproducibly.
-
-    The n-th valid request fails when the n-th draw of a generator seeded with ``seed`` is below
-    ``rate``: the same seed gives the same sequence of failures and successes, whichever
-    requests they land on. A failed request uses no exchange; a retry asks again.
-
-    Args:
-        rate: the fraction of requests to fail, 0-1.
-        seed: the generator's seed.
-    """
-
-    error = MockError(
-        503, "1305", "The service may be temporarily overloaded, please try again later"
-    )
-
-    def __init__(self, rate: float, seed: int = 0) -> None:
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"the failure rate must be between 0 and 1 (got {rate})")
-        self.rate = rate
-        self._random = random.Random(seed)  # noqa: S311 - reproducible faults, not secrets
-        self._lock = threading.Lock()
-
-    def next(self) -> bool:
-        """True when the next request must fail."""
-        with self._lock:
-            return self._random.random() < self.rate
 
 
 class MockApp:
@@ -353,7 +264,7 @@ class MockApp:
     ) -> None:
         """Serve the selected exchange after its delay, unless the client left meanwhile."""
         delay = self.latency + selection.delay
-        if delay and await _sleep_unless_disconnected(receive, delay):
+        if delay and await sleep_unless_disconnected(receive, delay):
             return  # the client gave up while the answer was delayed: nothing to send
         await self._serve(scope, receive, send, stream, selection, body)
 
@@ -373,20 +284,20 @@ class MockApp:
             f"{selection.state.fixture.name}#{exchange.index}".encode(),
         )
         if isinstance(failure, HTTPErrorFault):
-            await send_error(send, _http_error(failure))
+            await send_error(send, http_error(failure))
         elif isinstance(failure, DropConnectionFault):
             if failure.after_bytes:
-                await _drop_mid_body(scope, receive, send, exchange.json_body, failure.after_bytes)
+                await drop_mid_body(scope, receive, send, exchange.json_body, failure.after_bytes)
             else:
-                await _drop(scope, receive, send)
+                await drop(scope, receive, send)
         elif isinstance(failure, MalformedBodyFault):
             await self._malformed(send, exchange, failure, stream)
         elif stream and exchange.sse_frames is not None:
             await self._stream(scope, receive, send, exchange, selection, served)
         elif isinstance(failure, BreakStreamFault):
-            await _drop(scope, receive, send)
+            await drop(scope, receive, send)
         else:
-            if isinstance(failure, StallStreamFault) and await _sleep_unless_disconnected(
+            if isinstance(failure, StallStreamFault) and await sleep_unless_disconnected(
                 receive, failure.seconds
             ):
                 return
@@ -443,10 +354,10 @@ class MockApp:
         for number, frame in enumerate(frames):
             if number == cut:
                 if isinstance(failure, BreakStreamFault):
-                    await _drop(scope, receive, send)
+                    await drop(scope, receive, send)
                     return
                 assert isinstance(failure, StallStreamFault)
-                if await _sleep_unless_disconnected(receive, failure.seconds):
+                if await sleep_unless_disconnected(receive, failure.seconds):
                     return
             await send({"type": "http.response.body", "body": frame, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
