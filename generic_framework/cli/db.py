@@ -22,15 +22,34 @@ from generic_framework.store import ConversationStore, checksum, open_store
 from generic_framework.store.postgres_errors import redact_url
 from generic_framework.wire.errors import StoreUnavailableError
 
-__all__ = ["CopyResult", "copy_conversations", "run_copy", "run_upgrade"]
+__all__ = [
+    "CopyResult",
+    "copy_conversations",
+    "run_copy",
+    "run_upgrade",
+    "settings_url",
+    "store_at",
+]
 
 
 def _where(url: str | None, settings: Settings) -> str:
     return redact_url(url) if url else str(settings.database_path)
 
 
-def _settings_url(settings: Settings) -> str | None:
+def settings_url(settings: Settings) -> str | None:
+    """``DATABASE_URL``, or None for the SQLite file in DATA_DIR."""
     return settings.database_url.get_secret_value() if settings.database_url else None
+
+
+def store_at(url: str | None, settings: Settings) -> ConversationStore:
+    """The store ``url`` names (None: the SQLite file in DATA_DIR), not opened yet.
+
+    Raises:
+        ValueError: ``url`` is not a database URL or path.
+    """
+    return open_store(
+        url, sqlite_path=settings.database_path, pool_size=settings.database_pool_size
+    )
 
 
 def run_upgrade() -> int:
@@ -38,10 +57,8 @@ def run_upgrade() -> int:
     unset) to the latest schema; safe to run while replicas run and to repeat."""
 
     def upgrade(settings: Settings) -> int:
-        url = _settings_url(settings)
-        store = open_store(
-            url, sqlite_path=settings.database_path, pool_size=settings.database_pool_size
-        )
+        url = settings_url(settings)
+        store = store_at(url, settings)
 
         async def run() -> int:
             try:
@@ -114,10 +131,9 @@ def run_copy(source_url: str, target_url: str) -> int:
     """``db copy --from URL --to URL``; returns the exit code."""
 
     def copy(settings: Settings) -> int:
-        size = settings.database_pool_size
         try:
-            source = open_store(source_url, sqlite_path=settings.database_path, pool_size=size)
-            target = open_store(target_url, sqlite_path=settings.database_path, pool_size=size)
+            source = store_at(source_url, settings)
+            target = store_at(target_url, settings)
         except ValueError as exc:
             err(f"error: {exc}")
             return EXIT_USAGE

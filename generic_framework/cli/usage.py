@@ -15,8 +15,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from generic_framework.cli.common import EXIT_OK, err, run_command
+from generic_framework.cli.db import settings_url, store_at
 from generic_framework.config import Settings
-from generic_framework.store import ConversationStore, StoredTurn, open_store
+from generic_framework.store import ConversationStore, StoredTurn
 from generic_framework.usage import (
     GroupBy,
     UsageRow,
@@ -64,10 +65,7 @@ def run_usage(since: date | None, by: GroupBy, as_json: bool, prices: Path | Non
 
     def show(settings: Settings) -> int:
         table = load_prices(prices) if prices is not None else None
-        url = settings.database_url.get_secret_value() if settings.database_url else None
-        store = open_store(
-            url, sqlite_path=settings.database_path, pool_size=settings.database_pool_size
-        )
+        store = store_at(settings_url(settings), settings)
         skipped = [0]
 
         async def collect() -> list[UsageRow]:

@@ -133,8 +133,8 @@ class CitationBook:
         """Add a completion's ``web_search[]``; each item's ``refer`` maps to its number."""
         self._batches += 1
         for position, item in enumerate(results, start=1):
-            number = self._add(item, item.refer or f"ref_{position}")
-            self._by_ref[(item.refer or f"ref_{position}").lower()] = number
+            label = item.refer or f"ref_{position}"
+            self._by_ref[label.lower()] = self._add(item, label)
 
     def add_client_results(
         self, results: Iterable[WebSearchResult]

@@ -289,8 +289,7 @@ async def _answer_http(request: Request, exc: Exception) -> Response:
 
 async def _answer_unexpected(request: Request, exc: Exception) -> Response:
     """Any other exception: ``internal_error``; Starlette then raises it on to be logged."""
-    error = internal_error()
-    return JSONResponse(error.body(), status_code=error.status)
+    return exception_response(internal_error())
 
 
 EXCEPTION_HANDLERS: Mapping[Any, ExceptionHandler] = {

@@ -347,13 +347,11 @@ class JsonOnlyMiddleware:
 
 
 def _content_length(scope: Scope) -> int | None:
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+    value = _header(scope, b"content-length")
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        return None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

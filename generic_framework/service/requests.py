@@ -82,14 +82,7 @@ def checked_text(text: str, max_chars: int, *, param: str) -> str:
     """``text`` if it is not blank and not longer than ``max_chars`` (BOT_MAX_MESSAGE_CHARS)."""
     if not text.strip():
         raise ServiceError(400, "the message is empty", param=param, code="empty_message")
-    if len(text) > max_chars:
-        raise ServiceError(
-            400,
-            f"the message has {len(text)} characters; the limit is {max_chars} "
-            "(BOT_MAX_MESSAGE_CHARS)",
-            param=param,
-            code="message_too_long",
-        )
+    _check_length(text, max_chars, "the message", param=param)
     return text
 
 
@@ -113,7 +106,8 @@ def earlier_messages(
         raise ServiceError(400, str(exc), param="messages", code="invalid_message") from None
     for index, message in enumerate(messages[:-1]):
         if message.role != "assistant":
-            _check_length(content_text(message.content), max_chars, f"messages[{index}]")
+            where = f"messages[{index}]"
+            _check_length(content_text(message.content), max_chars, where, param="messages")
     if foreign.system and not allow_system:
         raise ServiceError(
             400,
@@ -125,11 +119,12 @@ def earlier_messages(
     return items
 
 
-def _check_length(text: str, max_chars: int, where: str) -> None:
+def _check_length(text: str, max_chars: int, where: str, *, param: str) -> None:
+    """Refuse ``text`` (``where``, e.g. ``messages[2]``) over BOT_MAX_MESSAGE_CHARS."""
     if len(text) > max_chars:
         raise ServiceError(
             400,
             f"{where} has {len(text)} characters; the limit is {max_chars} (BOT_MAX_MESSAGE_CHARS)",
-            param="messages",
+            param=param,
             code="message_too_long",
         )
