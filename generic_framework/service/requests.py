@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
-from generic_framework.core.history import HistoryItem, foreign_history
+from generic_framework.core.history import HistoryItem, foreign_history, message_text
 from generic_framework.limits import check_conversation_id, wording
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.schemas import ChatMessageIn
@@ -52,20 +52,18 @@ def path_conversation_id(request: Request) -> str:
         ) from None
 
 
-def content_text(content: str | list[dict[str, Any]] | None) -> str:
-    """The text of an OpenAI message ``content``: a string, or its ``text`` parts joined."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    texts = []
-    for part in content:
-        if part.get("type") != "text" or not isinstance(part.get("text"), str):
-            raise ServiceError(
-                400, "only text content parts are supported", param="messages", code="unsupported"
-            )
-        texts.append(part["text"])
-    return "".join(texts)
+def content_text(content: str | list[dict[str, Any]] | None, where: str = "messages") -> str:
+    """The text of an OpenAI message ``content``: the persona's own reading of it.
+
+    One definition with the foreign history's: :func:`generic_framework.core.history.message_text`.
+
+    Raises:
+        ServiceError: 400 ``unsupported`` naming ``where``: a part that is not text.
+    """
+    try:
+        return message_text(content, where)
+    except ValueError as exc:
+        raise ServiceError(400, str(exc), param="messages", code="unsupported") from None
 
 
 def last_user_text(messages: list[ChatMessageIn], max_chars: int) -> str:
@@ -75,7 +73,8 @@ def last_user_text(messages: list[ChatMessageIn], max_chars: int) -> str:
         raise ServiceError(
             400, "the last message must have role 'user'", param="messages", code="invalid_role"
         )
-    return checked_text(content_text(last.content), max_chars, param="messages")
+    where = f"messages[{len(messages) - 1}]"
+    return checked_text(content_text(last.content, where), max_chars, param="messages")
 
 
 def checked_text(text: str, max_chars: int, *, param: str) -> str:
@@ -107,7 +106,7 @@ def earlier_messages(
     for index, message in enumerate(messages[:-1]):
         if message.role != "assistant":
             where = f"messages[{index}]"
-            _check_length(content_text(message.content), max_chars, where, param="messages")
+            _check_length(content_text(message.content, where), max_chars, where, param="messages")
     if foreign.system and not allow_system:
         raise ServiceError(
             400,
