@@ -254,7 +254,9 @@ def concurrency(cfg: Config) -> list[Row]:
     """``conc_n`` conversations at once, ``conc_latency`` seconds per server answer."""
     extra: tuple[tuple[str, str, str, dict[str, Any]], ...] = ()
     if cfg.extended:
-        peers = tuple((p, p, client_spec(p).label, {}) for p in cfg.peers)
+        peers: tuple[tuple[str, str, str, dict[str, Any]], ...] = tuple(
+            (p, p, client_spec(p).label, {}) for p in cfg.peers
+        )
         extra = (*EXTENDED_CONCURRENCY, *peers)
     rows, runs = [], []
     for key, client, label, options in (*CONCURRENCY, *extra):
