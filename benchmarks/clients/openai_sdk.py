@@ -11,7 +11,6 @@ from openai.types.chat import ChatCompletionToolParam
 from benchmarks import job
 from benchmarks.clients import Driver
 
-
 # The job's tools, as the SDK types them.
 TOOLS = cast("list[ChatCompletionToolParam]", job.TOOLS)
 
