@@ -14,6 +14,7 @@ import asyncio
 import json
 import time
 from collections import Counter
+from pathlib import Path
 
 
 async def _response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
@@ -64,15 +65,18 @@ def _percentile(values: list[float], share: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-async def run(args: argparse.Namespace) -> dict[str, object]:
-    """Replay the request on ``connections`` connections for ``duration`` seconds."""
-    with open(args.body, "rb") as handle:
-        body = handle.read()
-    request = (
+def http_request(args: argparse.Namespace) -> bytes:
+    """The request every connection sends: ``args.path`` with the body read from ``args.body``."""
+    body = Path(args.body).read_bytes()
+    return (
         f"POST {args.path} HTTP/1.1\r\nhost: 127.0.0.1:{args.port}\r\n"
         f"authorization: Bearer {args.token}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\n\r\n"
     ).encode() + body
+
+
+async def run(args: argparse.Namespace, request: bytes) -> dict[str, object]:
+    """Replay ``request`` on ``connections`` connections for ``duration`` seconds."""
     tally = _Tally(args.expect.encode())
     reader, writer = await asyncio.open_connection("127.0.0.1", args.port)
     writer.write(request)  # one request first: the server's lazy set-up is not measured
@@ -107,7 +111,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=3.0)
     parser.add_argument("--expect", default="", help="text every response body must contain")
     parser.add_argument("--token", default="bench-key", help="the bearer token sent")
-    print(json.dumps(asyncio.run(run(parser.parse_args()))), flush=True)
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(run(args, http_request(args)))), flush=True)
 
 
 if __name__ == "__main__":

@@ -40,21 +40,23 @@ def mock_rps(cfg: Config) -> list[Row]:
     if not has_module(sys.executable, "generic_framework.mock.server") or not FIXTURE.exists():
         return [Row("6", "mock", "generic_framework.mock", {}, "skipped: the mock is not there")]
     request = json.loads(FIXTURE.read_text(encoding="utf-8"))["exchanges"][0]["request"]["body"]
-    results = Path(cfg.results_dir)
-    rows = []
-    duration = 0.5 if cfg.quick else 2.0
     with _mock() as port:
-        for stream in (False, True):
-            body = results / f"mock-body-{'sse' if stream else 'json'}.json"
-            body.write_text(json.dumps({**request, "stream": stream}), encoding="utf-8")
-            label = f"mock, {'SSE' if stream else 'JSON'}, plain answer"
-            log(f"[6] {label}")
-            runs = [_load(port, body, duration) for _ in range(cfg.reps)]
-            good = [r for r in runs if r.get("ok") and set(dict(r["statuses"])) == {"200"}]  # type: ignore[call-overload]
-            note = "" if len(good) == len(runs) else f"failed: {runs[0]}"[:300]
-            metrics = {
-                "rps": summary([float(r["rps"]) for r in good]),  # type: ignore[arg-type]
-                "client_cpu_pct": summary([float(r["client_cpu_pct"]) for r in good]),  # type: ignore[arg-type]
-            }
-            rows.append(Row("6", f"mock_{'sse' if stream else 'json'}", label, metrics, note))
-    return rows
+        return [_row(cfg, port, {**request, "stream": stream}) for stream in (False, True)]
+
+
+def _row(cfg: Config, port: int, request: dict[str, object]) -> Row:
+    """``cfg.reps`` windows of load with ``request``, JSON or streamed as it asks."""
+    kind = "sse" if request["stream"] else "json"
+    body = Path(cfg.results_dir) / f"mock-body-{kind}.json"
+    body.write_text(json.dumps(request), encoding="utf-8")
+    label = f"mock, {'SSE' if request['stream'] else 'JSON'}, plain answer"
+    log(f"[6] {label}")
+    duration = 0.5 if cfg.quick else 2.0
+    runs = [_load(port, body, duration) for _ in range(cfg.reps)]
+    good = [r for r in runs if r.get("ok") and set(dict(r["statuses"])) == {"200"}]  # type: ignore[call-overload]
+    note = "" if len(good) == len(runs) else f"failed: {runs[0]}"[:300]
+    metrics = {
+        "rps": summary([float(r["rps"]) for r in good]),  # type: ignore[arg-type]
+        "client_cpu_pct": summary([float(r["client_cpu_pct"]) for r in good]),  # type: ignore[arg-type]
+    }
+    return Row("6", f"mock_{kind}", label, metrics, note)

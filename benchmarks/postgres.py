@@ -67,7 +67,7 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     cmd = [str(found / args[0]), *args[1:]]
     if PINNING and SERVER_CPU is not None:
         cmd = ["taskset", "-c", str(SERVER_CPU), *cmd]
-    user = {"user": SERVER_USER, "group": SERVER_USER} if os.geteuid() == 0 else {}
+    user = SERVER_USER if os.geteuid() == 0 else None
     return subprocess.run(
         cmd,
         capture_output=True,
@@ -76,7 +76,8 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
         cwd=root,
         timeout=120,
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
-        **user,  # type: ignore[arg-type]
+        user=user,
+        group=user,
     )
 
 

@@ -64,50 +64,71 @@ _STORES = (("persona_conversation", "SQLite"), ("persona_conversation_pg", "Post
 
 def verdicts(rows: list[Row]) -> list[Verdict]:
     """Check every target of the benchmark plan against this run's medians."""
-    out: list[Verdict] = []
-    seq = [r for r in rows if r.scenario == "1"]
+
+    def scenario(number: str) -> list[Row]:
+        return [r for r in rows if r.scenario == number]
+
+    return [
+        *_sequential_verdicts(scenario("1")),
+        *_concurrency_verdicts(scenario("2")),
+        *_tools_verdicts(rows),
+        *_streaming_verdicts(scenario("4")),
+        *_startup_verdicts(scenario("5")),
+        *_service_verdicts(scenario("8")),
+    ]
+
+
+def _sequential_verdicts(seq: list[Row]) -> list[Verdict]:
+    """The subject's CPU per conversation against raw httpx, each store, and the best peer."""
     subject = "persona" if _median(seq, "persona", "cpu_ms") is not None else "glmclient"
     floor = _median(seq, "raw_httpx", "cpu_ms")
     mine = _median(seq, subject, "cpu_ms")
-    if mine is not None and floor:
+    if mine is None or not floor:
+        return []
+    out = [
+        Verdict(f"1. {subject} CPU <= 1.15x raw httpx", _ratio(mine, floor), mine <= 1.15 * floor),
+        *_store_verdicts(seq, floor),
+    ]
+    peers = [
+        (r.label, r.metrics["cpu_ms"]["median"])  # type: ignore[index]
+        for r in seq
+        if r.key not in _OWN and r.metrics.get("cpu_ms")
+    ]
+    if peers:
+        best = min(peers, key=lambda p: p[1])
         out.append(
             Verdict(
-                f"1. {subject} CPU <= 1.15x raw httpx", _ratio(mine, floor), mine <= 1.15 * floor
+                f"1. {subject} CPU below every peer",
+                f"{mine:.2f} ms vs best peer {best[0]} {best[1]:.2f} ms",
+                mine < best[1],
             )
         )
-        out.extend(_store_verdicts(seq, floor))
-        peers = [
-            (r.label, r.metrics["cpu_ms"]["median"])  # type: ignore[index]
-            for r in seq
-            if r.key not in _OWN and r.metrics.get("cpu_ms")
-        ]
-        if peers:
-            best = min(peers, key=lambda p: p[1])
-            out.append(
-                Verdict(
-                    f"1. {subject} CPU below every peer",
-                    f"{mine:.2f} ms vs best peer {best[0]} {best[1]:.2f} ms",
-                    mine < best[1],
-                )
-            )
-    out.extend(_concurrency_verdicts([r for r in rows if r.scenario == "2"]))
+    return out
+
+
+def _tools_verdicts(rows: list[Row]) -> list[Verdict]:
+    """A round of four slow tools takes about one tool's time (they run in parallel)."""
     par = _median(rows, "persona", "conversation_ms")
-    if par is not None:
-        out.append(
-            Verdict(
-                "3. round with 4 x 200 ms tools <= 240 ms",
-                f"{par:.0f} ms (whole conversation)",
-                par <= 240,
-            )
+    if par is None:
+        return []
+    return [
+        Verdict(
+            "3. round with 4 x 200 ms tools <= 240 ms",
+            f"{par:.0f} ms (whole conversation)",
+            par <= 240,
         )
+    ]
+
+
+def _streaming_verdicts(stream: list[Row]) -> list[Verdict]:
+    """The first text delta of each shipped client, within 5 ms."""
+    out = []
     for key in ("glmclient", "persona"):
-        first = _median([r for r in rows if r.scenario == "4"], key, "first_ms")
+        first = _median(stream, key, "first_ms")
         if first is not None:
             out.append(
                 Verdict(f"4. {key}: first text delta <= 5 ms", f"{first:.2f} ms", first <= 5)
             )
-    out.extend(_startup_verdicts([r for r in rows if r.scenario == "5"]))
-    out.extend(_service_verdicts([r for r in rows if r.scenario == "8"]))
     return out
 
 

@@ -118,7 +118,7 @@ def run_child(cmd: Sequence[str], timeout: float) -> subprocess.CompletedProcess
     )
 
 
-def run_loadgen(args: Sequence[str], cpu: int, timeout: float) -> dict[str, object]:
+def run_loadgen(args: Sequence[str], cpu: int | None, timeout: float) -> dict[str, object]:
     """Run ``benchmarks.loadgen`` with ``args`` on ``cpu``: its JSON summary, or ``ok: False``."""
     done = run_child(pinned([sys.executable, "-m", "benchmarks.loadgen", *args], cpu), timeout)
     try:

@@ -114,6 +114,32 @@ class _Series:
     samples: dict[str, list[float | None]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
+    def repeat(self, rep: int, reps: int, url: str, metrics: Metrics) -> None:
+        """Run repetition ``rep`` in a fresh process; keep its metrics, or why it failed."""
+        if self.python is None:
+            return
+        log(f"[{self.row.scenario}] {self.row.key}: repetition {rep + 1} of {reps}")
+        result = self.run.once(self.python, url)
+        if not result.get("ok"):
+            self.errors.append(str(result.get("error")))
+            return
+        for name, pick in metrics.items():
+            self.samples.setdefault(name, []).append(pick(result))
+
+    def finish(self, reps: int) -> Row:
+        """The row with its summaries and notes (the missing client's note when it did not run)."""
+        if self.python is None:
+            self.row.note = missing_note(self.run.client)
+            return self.row
+        self.row.metrics = {name: summary(values) for name, values in self.samples.items()}
+        notes = []
+        if self.errors:
+            notes.append(f"{len(self.errors)} of {reps} runs failed: {self.errors[0]}")
+        if self.python != sys.executable:
+            notes.append("run in the peers' environment")
+        self.row.note = "; ".join(notes)
+        return self.row
+
 
 def interleaved(
     cfg: Config, rows: list[tuple[Row, ClientRun]], url: str, metrics: Metrics
@@ -123,33 +149,14 @@ def interleaved(
     Interleaving spreads slow drifts of the machine's load over all rows alike, so the ratios
     between rows (the targets) suffer less from them than the absolute numbers.
     """
-    series = [_Series(row, run, python_for(run.client)) for row, run in rows]
-    for item in series:
-        item.samples = {name: [] for name in metrics}
-        if item.python is None:
-            item.row.note = missing_note(item.run.client)
+    series = [
+        _Series(row, run, python_for(run.client), {name: [] for name in metrics})
+        for row, run in rows
+    ]
     for rep in range(cfg.reps):
         for item in series:
-            if item.python is None:
-                continue
-            log(f"[{item.row.scenario}] {item.row.key}: repetition {rep + 1} of {cfg.reps}")
-            result = item.run.once(item.python, url)
-            if not result.get("ok"):
-                item.errors.append(str(result.get("error")))
-                continue
-            for name, pick in metrics.items():
-                item.samples[name].append(pick(result))
-    for item in series:
-        if item.python is None:
-            continue
-        item.row.metrics = {name: summary(values) for name, values in item.samples.items()}
-        notes = []
-        if item.errors:
-            notes.append(f"{len(item.errors)} of {cfg.reps} runs failed: {item.errors[0]}")
-        if item.python != sys.executable:
-            notes.append("run in the peers' environment")
-        item.row.note = "; ".join(notes)
-    return [item.row for item in series]
+            item.repeat(rep, cfg.reps, url, metrics)
+    return [item.finish(cfg.reps) for item in series]
 
 
 def ms(key: str) -> Callable[[dict[str, Any]], float | None]:
@@ -254,7 +261,9 @@ def concurrency(cfg: Config) -> list[Row]:
     """``conc_n`` conversations at once, ``conc_latency`` seconds per server answer."""
     extra: tuple[tuple[str, str, str, dict[str, Any]], ...] = ()
     if cfg.extended:
-        peers = tuple((p, p, client_spec(p).label, {}) for p in cfg.peers)
+        peers: tuple[tuple[str, str, str, dict[str, Any]], ...] = tuple(
+            (p, p, client_spec(p).label, {}) for p in cfg.peers
+        )
         extra = (*EXTENDED_CONCURRENCY, *peers)
     rows, runs = [], []
     for key, client, label, options in (*CONCURRENCY, *extra):

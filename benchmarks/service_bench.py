@@ -115,10 +115,7 @@ def service(cfg: Config) -> list[Row]:
     with Server(latency=cfg.service_latency).running() as upstream:
         for rep in range(cfg.service_reps):
             for stream in (False, True):
-                body = results / f"service-body-{'sse' if stream else 'json'}.json"
-                message = {"role": "user", "content": QUESTION}
-                payload = {"model": "bench", "messages": [message], "stream": stream}
-                body.write_text(json.dumps(payload), encoding="utf-8")
+                body = _body(results, stream)
                 for kind, python in pythons.items():
                     key = f"{kind}_{'stream' if stream else 'json'}"
                     if python is None:
@@ -131,6 +128,15 @@ def service(cfg: Config) -> list[Row]:
                     else:
                         samples.setdefault(key, []).append(result)
     return _rows(cfg, pythons, samples, errors)
+
+
+def _body(results: Path, stream: bool) -> Path:
+    """The request every connection sends, JSON or streamed, written where loadgen reads it."""
+    body = results / f"service-body-{'sse' if stream else 'json'}.json"
+    message = {"role": "user", "content": QUESTION}
+    payload = {"model": "bench", "messages": [message], "stream": stream}
+    body.write_text(json.dumps(payload), encoding="utf-8")
+    return body
 
 
 def _rows(
@@ -147,24 +153,36 @@ def _rows(
             text = f"{label}, {'streamed' if stream == 'stream' else 'JSON'}"
             if kind not in pythons:
                 continue
-            if pythons[kind] is None:
+            python = pythons[kind]
+            if python is None:
                 note = "skipped: LiteLLM's proxy is not installed in .venv-bench"
                 rows.append(Row("8", key, text, {}, note))
                 continue
-            got = samples.get(key, [])
-            metrics = {
-                "cpu_ms": summary([r.get("cpu_ms") for r in got]),  # type: ignore[misc]
-                "rps": summary([float(r["rps"]) for r in got]),  # type: ignore[arg-type]
-                "p50_ms": summary([float(r["p50"]) * 1000 for r in got]),  # type: ignore[arg-type]
-                "p99_ms": summary([float(r["p99"]) * 1000 for r in got]),  # type: ignore[arg-type]
-                "rss_mb": summary([r.get("rss_mb") for r in got]),  # type: ignore[misc]
-            }
-            if floor_p99 and metrics["p99_ms"]:
-                added = metrics["p99_ms"]["median"] - floor_p99["median"] * 1000
-                metrics["added_p99_ms"] = summary([added])
-            failed = errors.get(key, [])
-            note = f"{len(failed)} of {cfg.service_reps} runs failed: {failed[0]}" if failed else ""
-            if pythons[kind] != sys.executable:
-                note = "; ".join(n for n in (note, "run in the peers' environment") if n)
-            rows.append(Row("8", key, text, metrics, note))
+            metrics = _metrics(samples.get(key, []), floor_p99)
+            rows.append(Row("8", key, text, metrics, _note(cfg, python, errors.get(key, []))))
     return rows
+
+
+def _metrics(
+    got: list[dict[str, object]], floor_p99: dict[str, float] | None
+) -> dict[str, dict[str, float] | None]:
+    """One server's summaries, and its p99 above the upstream alone (``floor_p99``, seconds)."""
+    metrics = {
+        "cpu_ms": summary([r.get("cpu_ms") for r in got]),  # type: ignore[misc]
+        "rps": summary([float(r["rps"]) for r in got]),  # type: ignore[arg-type]
+        "p50_ms": summary([float(r["p50"]) * 1000 for r in got]),  # type: ignore[arg-type]
+        "p99_ms": summary([float(r["p99"]) * 1000 for r in got]),  # type: ignore[arg-type]
+        "rss_mb": summary([r.get("rss_mb") for r in got]),  # type: ignore[misc]
+    }
+    p99 = metrics["p99_ms"]
+    if floor_p99 and p99:
+        metrics["added_p99_ms"] = summary([p99["median"] - floor_p99["median"] * 1000])
+    return metrics
+
+
+def _note(cfg: Config, python: str, failed: list[str]) -> str:
+    """The failed runs, if any, and whether the server ran in the peers' environment."""
+    note = f"{len(failed)} of {cfg.service_reps} runs failed: {failed[0]}" if failed else ""
+    if python != sys.executable:
+        note = "; ".join(n for n in (note, "run in the peers' environment") if n)
+    return note

@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchmarks.runner import (
     CLIENT_CPU,
@@ -129,29 +131,50 @@ def first_answer_rows(cfg: Config) -> list[Row]:
     every validator).
     """
     wanted = ("raw_httpx", "glmclient", "persona", *(p for p in cfg.peers if p == "zai"))
-    clients = [c for c in wanted if python_for(c)]
-    walls: dict[str, list[float | None]] = {c: [] for c in clients}
-    firsts: dict[str, list[float | None]] = {c: [] for c in clients}
-    errors: dict[str, list[str]] = {c: [] for c in clients}
+    seen = {c: _FirstAnswers() for c in wanted if python_for(c)}
     with Server().running() as url:
         for rep in range(cfg.startup_reps):  # interleaved, like the other scenarios
-            for client in clients:
+            for client, answers in seen.items():
                 log(f"[5] spawn to first answer: {client}, repetition {rep + 1}")
-                result = ClientRun(client, "first_answer", 1, 0).once(str(python_for(client)), url)
-                ok = bool(result.get("ok"))
-                walls[client].append(result.get("spawn_wall") if ok else None)
-                firsts[client].append(result.get("first") if ok else None)
-                if not ok:
-                    errors[client].append(str(result.get("error")))
-    rows = []
-    for client in clients:
-        note = f"failed: {errors[client][0]}" if errors[client] else ""
-        label = f"spawn to first answer: {client}"
-        rows.append(Row("5", f"first:{client}", label, {"ms": _walls(walls[client])}, note))
-    for client in clients:
-        label = f"first conversation (client built + one chat): {client}"
-        rows.append(Row("5", f"firstconv:{client}", label, {"ms": _walls(firsts[client])}))
-    return rows
+                answers.add(
+                    ClientRun(client, "first_answer", 1, 0).once(str(python_for(client)), url)
+                )
+    spawned = [
+        Row("5", f"first:{c}", f"spawn to first answer: {c}", {"ms": _walls(a.walls)}, a.note)
+        for c, a in seen.items()
+    ]
+    conversations = [
+        Row(
+            "5",
+            f"firstconv:{c}",
+            f"first conversation (client built + one chat): {c}",
+            {"ms": _walls(a.firsts)},
+        )
+        for c, a in seen.items()
+    ]
+    return [*spawned, *conversations]
+
+
+@dataclass
+class _FirstAnswers:
+    """One client's spawn-to-answer and first-conversation times (seconds), and its failures."""
+
+    walls: list[float | None] = field(default_factory=list)
+    firsts: list[float | None] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Keep one child's times, or its error (a failed run counts as a missing sample)."""
+        ok = bool(result.get("ok"))
+        self.walls.append(result.get("spawn_wall") if ok else None)
+        self.firsts.append(result.get("first") if ok else None)
+        if not ok:
+            self.errors.append(str(result.get("error")))
+
+    @property
+    def note(self) -> str:
+        """The first failure, if any."""
+        return f"failed: {self.errors[0]}" if self.errors else ""
 
 
 def startup(cfg: Config) -> list[Row]:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from mcp_servers.leftovers import mcp_children
 
+from generic_framework.wire import retry
+
 _FORBIDDEN_HOSTS = ("api.z.ai", "z.ai", "open.bigmodel.cn", "bigmodel.cn")
 
 
@@ -68,6 +70,19 @@ def _no_leftover_mcp_servers() -> Iterator[None]:
         time.sleep(0.1)
         left = mcp_children() - before
     assert not left, f"MCP server processes outlived the test suite: {sorted(left)}"
+
+
+@pytest.fixture
+def no_retry_waits() -> Iterator[None]:
+    """Retries still count and cap their attempts but spend no time waiting.
+
+    Request it, or use it automatically in a directory's conftest with a one-line fixture;
+    the setting in force before the test is restored after it.
+    """
+    previous = retry._testing
+    retry.set_testing(True)
+    yield
+    retry.set_testing(previous)
 
 
 @pytest.fixture(scope="session")

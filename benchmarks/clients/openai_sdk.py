@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from openai import AsyncOpenAI
+from openai.types.chat import ChatCompletionToolParam
 
 from benchmarks import job
 from benchmarks.clients import Driver
+
+# The job's tools, as the SDK types them.
+TOOLS = cast("list[ChatCompletionToolParam]", job.TOOLS)
 
 
 class OpenAILoop(Driver):
@@ -24,7 +28,7 @@ class OpenAILoop(Driver):
         ]
         for _ in range(5):
             response = await self.client.chat.completions.create(
-                model=job.MODEL, messages=messages, tools=job.TOOLS
+                model=job.MODEL, messages=messages, tools=TOOLS
             )
             message = response.choices[0].message
             if not message.tool_calls:

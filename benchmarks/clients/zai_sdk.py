@@ -42,7 +42,7 @@ class ZaiLoop(Driver):
         raise AssertionError("too many rounds")
 
     async def aclose(self) -> None:
-        self.client.close()
+        self.client.close()  # type: ignore[no-untyped-call]
 
 
 async def open_driver(base_url: str, options: dict[str, Any]) -> Driver:

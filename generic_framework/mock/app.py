@@ -32,6 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from generic_framework.mock.asgi import (
+    Message,
     Receive,
     Scope,
     Send,
@@ -96,6 +97,34 @@ def resolve_fixtures(fixtures: FixtureSource) -> list[Fixture]:
     for item in fixtures:
         loaded.extend([item] if isinstance(item, Fixture) else load_fixtures(item))
     return loaded
+
+
+class _InFlight:
+    """One API request, counted in flight until the last message of its answer is handed over.
+
+    The count falls *before* that message goes to the server: once it is sent, the client (in
+    another thread or process) may read the whole answer and ask for the report, or send its
+    next request, before this coroutine runs again. Counting down after the send let a client
+    see its finished request still in flight, or one request more than it ever had at once.
+    """
+
+    def __init__(self, catalog: Catalog, send: Send) -> None:
+        self._catalog = catalog
+        self._send = send
+        self._counted = True
+        catalog.enter()
+
+    async def send(self, message: Message) -> None:
+        """Pass ``message`` on, having counted the request out first if it ends the answer."""
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            self.leave()
+        await self._send(message)
+
+    def leave(self) -> None:
+        """Count the request out (once), whether its answer ended or its client went away."""
+        if self._counted:
+            self._counted = False
+            self._catalog.leave()
 
 
 class MockApp:
@@ -208,12 +237,11 @@ class MockApp:
     async def _handle(
         self, scope: Scope, receive: Receive, send: Send, check: Callable[[Any], Any]
     ) -> None:
-        catalog = self.catalog
-        catalog.enter()
+        counted = _InFlight(self.catalog, send)
         try:
-            await self._handle_counted(scope, receive, send, check)
+            await self._handle_counted(scope, receive, counted.send, check)
         finally:
-            catalog.leave()
+            counted.leave()
 
     async def _handle_counted(
         self, scope: Scope, receive: Receive, send: Send, check: Callable[[Any], Any]

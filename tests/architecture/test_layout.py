@@ -1,4 +1,8 @@
-"""The package's shape: no import circles, small functions, the layers where they belong."""
+"""The package's shape: no import circles, small functions, the layers where they belong.
+
+The benchmark harness (benchmarks/) keeps the same rules for circles, function size and
+complexity, stays small module by module, and the package never imports it.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,25 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "generic_framework"
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "generic_framework"
 ROOT = "generic_framework"
+HARNESS = "benchmarks"
+HARNESS_MODULE_LINES = 400
 
 
 def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    parts = path.relative_to(REPO).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+def _modules(root: str) -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted((REPO / root).rglob("*.py"))}
+
+
+MODULES = _modules(ROOT)
+HARNESS_MODULES = _modules(HARNESS)
+TREES = {ROOT: MODULES, HARNESS: HARNESS_MODULES}
 
 
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
@@ -30,35 +43,38 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return inside
 
 
-def _targets(module: str, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+def _targets(
+    module: str, node: ast.Import | ast.ImportFrom, modules: dict[str, Path] = MODULES
+) -> Iterator[str]:
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names]
     else:
         base = node.module or ""
         if node.level:
             package = module.split(".")[: len(module.split(".")) - node.level + 1]
-            if module in MODULES and MODULES[module].name != "__init__.py":
+            if module in modules and modules[module].name != "__init__.py":
                 package = module.split(".")[: -node.level]
             base = ".".join([*package, base] if base else package)
         names = [f"{base}.{alias.name}" for alias in node.names] + [base]
     for name in names:
         known = name
-        while known and known not in MODULES:
+        while known and known not in modules:
             known = known.rpartition(".")[0]
-        if known.startswith(ROOT + ".") or known == ROOT:
+        if known:
             yield known
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the package modules it imports anywhere (deferred imports included)."""
+def import_graph(root: str = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules of its own tree it imports anywhere (deferred imports included)."""
+    modules = TREES[root]
     graph: dict[str, set[str]] = {}
-    for module, path in MODULES.items():
+    for module, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _type_checking_nodes(tree)
         edges: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import | ast.ImportFrom) and id(node) not in skip:
-                edges.update(t for t in _targets(module, node) if t != module)
+                edges.update(t for t in _targets(module, node, modules) if t != module)
         # A package's __init__ is the package itself, imported before any of its modules:
         # an edge to an ancestor package that only re-exports is not a dependency back.
         graph[module] = {e for e in edges if not module.startswith(e + ".")}
@@ -100,8 +116,31 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_module_imports_another_in_a_circle() -> None:
-    assert cycles(import_graph()) == []
+@pytest.mark.parametrize("root", [ROOT, HARNESS])
+def test_no_module_imports_another_in_a_circle(root: str) -> None:
+    assert cycles(import_graph(root)) == []
+
+
+def test_the_package_never_imports_the_benchmark_harness() -> None:
+    harness = {"benchmarks", *HARNESS_MODULES}
+    found = {
+        (module, target)
+        for module, path in MODULES.items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for target in _targets(module, node, {**MODULES, **HARNESS_MODULES})
+        if target in harness
+    }
+    assert found == set()
+
+
+def test_no_benchmark_module_is_over_400_lines() -> None:
+    long = {
+        module: lines
+        for module, path in HARNESS_MODULES.items()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > HARNESS_MODULE_LINES
+    }
+    assert long == {}
 
 
 def test_the_cycle_finder_finds_a_deferred_circle() -> None:
@@ -163,26 +202,28 @@ def test_the_wire_layer_reports_to_telemetry_through_a_protocol_only() -> None:
     }
 
 
-def _functions() -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    for module, path in MODULES.items():
+def _functions(root: str) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    for module, path in TREES[root].items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 yield module, node
 
 
-def test_no_function_is_over_50_lines() -> None:
+@pytest.mark.parametrize("root", [ROOT, HARNESS])
+def test_no_function_is_over_50_lines(root: str) -> None:
     long = [
         f"{module}.{node.name}: {node.end_lineno - node.lineno + 1} lines"  # type: ignore[operator]
-        for module, node in _functions()
+        for module, node in _functions(root)
         if node.end_lineno is not None and node.end_lineno - node.lineno + 1 > 50
     ]
     assert long == []
 
 
-def test_no_function_is_over_complexity_12() -> None:
+@pytest.mark.parametrize("root", [ROOT, HARNESS])
+def test_no_function_is_over_complexity_12(root: str) -> None:
     radon = pytest.importorskip("radon.complexity")
     complex_ = []
-    for module, path in MODULES.items():
+    for module, path in TREES[root].items():
         for block in radon.cc_visit(path.read_text(encoding="utf-8")):
             items = [block, *getattr(block, "methods", [])]
             complex_ += [f"{module}.{b.name}: {b.complexity}" for b in items if b.complexity > 12]

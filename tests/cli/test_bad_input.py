@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support import needs_ipv6_loopback
 
 from generic_framework.cli.common import explain
 from generic_framework.config import Settings
@@ -262,16 +263,7 @@ def test_usage_errors_are_one_lowercase_error_line(
     assert one_error_line(done).startswith(line)
 
 
-def _has_ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback on this machine")
+@needs_ipv6_loopback
 def test_serve_on_a_bracketed_ipv6_loopback(env: dict[str, str], tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     with log.open("wb") as out:

@@ -9,17 +9,12 @@ import pytest
 from zai_script import Script, Scripted, make_settings
 
 from generic_framework.config import Settings
-from generic_framework.wire import retry
 from generic_framework.wire.client import GLMClient
-from generic_framework.wire.retry import set_testing
 
 
 @pytest.fixture(autouse=True)
-def _no_retry_waits() -> Iterator[None]:
-    previous = retry._testing
-    set_testing(True)
-    yield
-    set_testing(previous)
+def _no_retry_waits(no_retry_waits: None) -> None:
+    """No test here waits between retries."""
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ tests that look at the waits themselves turn them back on and replace ``retry.sl
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +46,8 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _no_retry_waits() -> Iterator[None]:
-    before = retry._testing
-    retry.set_testing(True)
-    yield
-    retry.set_testing(before)
+def _no_retry_waits(no_retry_waits: None) -> None:
+    """No test here waits between retries."""
 
 
 @pytest.fixture

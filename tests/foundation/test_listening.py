@@ -14,18 +14,10 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
+from support import needs_ipv6_loopback
 
 from generic_framework.listening import Server, listen, serve, url_host
 from generic_framework.wire.errors import ConfigError
-
-
-def _has_ipv6_loopback() -> bool:
-    try:
-        with socket.socket(socket.AF_INET6) as probe:
-            probe.bind(("::1", 0))
-    except OSError:
-        return False
-    return True
 
 
 @pytest.fixture
@@ -65,7 +57,7 @@ def test_url_host_brackets_ipv6() -> None:
     assert (url_host("::1"), url_host("127.0.0.1")) == ("[::1]", "127.0.0.1")
 
 
-@pytest.mark.skipif(not _has_ipv6_loopback(), reason="no IPv6 loopback on this machine")
+@needs_ipv6_loopback
 def test_serve_announces_the_sockets_it_was_given(caplog: pytest.LogCaptureFixture) -> None:
     app = Starlette(routes=[Route("/", lambda request: PlainTextResponse("hi"))])
     sockets = listen("::1", 0)

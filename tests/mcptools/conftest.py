@@ -7,7 +7,7 @@ imported, not copied.
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +23,11 @@ from zai_script import Script, make_settings  # noqa: E402
 
 from generic_framework.config import Settings  # noqa: E402
 from generic_framework.runtime import Runtime  # noqa: E402
-from generic_framework.wire import retry  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _no_retry_waits() -> Iterator[None]:
-    previous = retry._testing
-    retry.set_testing(True)
-    yield
-    retry.set_testing(previous)
+def _no_retry_waits(no_retry_waits: None) -> None:
+    """No test here waits between retries."""
 
 
 @pytest.fixture

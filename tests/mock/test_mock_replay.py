@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,16 +22,10 @@ from generic_framework.recording.replay import (
     replay_main,
 )
 from generic_framework.runtime import Runtime
-from generic_framework.wire.retry import set_testing
 
 REPO = Path(__file__).resolve().parents[2]
 
-
-@pytest.fixture(autouse=True)
-def _no_retry_waits() -> Iterator[None]:
-    set_testing(True)
-    yield
-    set_testing(False)
+pytestmark = pytest.mark.usefixtures("no_retry_waits")
 
 
 def tampered(original_name: str, **changes: object) -> Fixture:

@@ -32,6 +32,7 @@ from scale_load import (
     send,
 )
 from service_processes import TOKEN, Process
+from support import wait_for
 
 from generic_framework.config import Settings
 from generic_framework.core.resources import budget_id
@@ -60,13 +61,6 @@ def slots_held(server: Any, url: str) -> int:
         namespace & 0xFFFFFFFF,
     )
     return int(rows[0][0])
-
-
-async def wait_for(check: Any, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.05)
 
 
 async def stored_users(url: str, cid: str) -> tuple[list[str], list[Any]]:

@@ -12,16 +12,21 @@ import select
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from service_fakes import FakePersona
-from service_processes import REPO, TOKEN, base_env, bot_process, mock_process
+from service_processes import (
+    REPO,
+    TOKEN,
+    base_env,
+    bot_process,
+    mock_process,
+    served_in_thread,
+)
 
 from generic_framework.config import Settings
 from generic_framework.runtime import Runtime
@@ -47,16 +52,8 @@ def live(tmp_path: Path) -> Iterator[tuple[str, int]]:
     (limit,) = [m for m in app.user_middleware if m.cls is BodyLimitMiddleware]
     limit.kwargs["read_timeout"] = SHORT
     config = uvicorn_config(app, settings, "127.0.0.1", 0, head_timeout=SHORT, log_level="error")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    yield "127.0.0.1", server.servers[0].sockets[0].getsockname()[1]
-    server.should_exit = True
-    thread.join(10)
+    with served_in_thread(config) as address:
+        yield address
     store.close()
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +15,15 @@ from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 from generic_framework.service.readiness import UpstreamProbe
 from generic_framework.store import SQLiteStore
-from generic_framework.wire.retry import set_testing
 
 
 async def reachable(host: str, port: int, seconds: float) -> None:
     """A ``connect`` for :class:`UpstreamProbe` that finds every upstream reachable (offline)."""
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _no_retry_waits() -> Iterator[None]:
-    set_testing(True)
-    yield
-    set_testing(False)
+@pytest.fixture(autouse=True)
+def _no_retry_waits(no_retry_waits: None) -> None:
+    """No test here waits between retries."""
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
-"""Real processes for end-to-end tests: the mock Z.AI server and the bot service.
+"""Real servers for end-to-end tests: the mock Z.AI server and the bot service.
 
 Both are started through the CLI (``python -m generic_framework mock|serve``) on port 0; the
 port is read from uvicorn's start-up line. Output goes to a log file (a pipe nobody reads
-could fill up and stall the server); the log is shown when a start fails.
+could fill up and stall the server); the log is shown when a start fails. An app built in the
+test runs under uvicorn in a thread instead (:func:`served_in_thread`).
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
 import httpx
+import uvicorn
 
 REPO = Path(__file__).resolve().parents[2]
 PERSONAS = REPO / "personas"
@@ -125,3 +129,20 @@ def bot_process(tmp: Path, mock: Process, **extra: str) -> Process:
         **extra,
     }
     return Process(["serve", "--host", "127.0.0.1", "--port", "0"], tmp / "bot.log", env, tmp)
+
+
+@contextmanager
+def served_in_thread(config: uvicorn.Config) -> Iterator[tuple[str, int]]:
+    """Serve ``config`` (port 0) under uvicorn in a thread; the host and port it is bound to."""
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield "127.0.0.1", server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from service_fakes import TOKEN
+from service_processes import served_in_thread
 
 from generic_framework.config import Settings
 from generic_framework.runtime import Runtime
@@ -252,17 +251,8 @@ def live_server(runtime: Runtime, endless: _Endless) -> Iterator[tuple[str, int]
     config = uvicorn_config(
         app, runtime.settings, "127.0.0.1", 0, head_timeout=0.3, log_level="warning"
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield "127.0.0.1", port
-    server.should_exit = True
-    thread.join(10)
+    with served_in_thread(config) as address:
+        yield address
 
 
 def test_a_silent_connection_is_closed(live_server: tuple[str, int]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ import httpx
 import pytest
 import uvicorn
 from starlette.applications import Starlette
+from support import wait_for
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
@@ -230,20 +231,13 @@ async def bot(tmp_path: Path, mock: MockServer) -> AsyncIterator[Bot]:
     await store.aclose()
 
 
-async def _wait_for(check: Callable[[], bool], what: str, seconds: float = 5.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
-
-
 async def _leave(bot: Bot, mock: MockServer, stream: Stream) -> None:
     """Close the client's socket; the turn must end with nothing held and nothing stored."""
     assert _report(mock)["in_flight"] == 1  # the upstream call was running when we left
     await stream.close()
-    await _wait_for(lambda: _report(mock)["in_flight"] == 0, "the upstream connection to close")
-    await _wait_for(lambda: bot.runtime.client.in_flight == 0, "the upstream slot")
-    await _wait_for(lambda: len(bot.runtime.locks) == 0, "the conversation's lock")
+    await wait_for(lambda: _report(mock)["in_flight"] == 0, "the upstream connection to close")
+    await wait_for(lambda: bot.runtime.client.in_flight == 0, "the upstream slot")
+    await wait_for(lambda: len(bot.runtime.locks) == 0, "the conversation's lock")
     assert await bot.store.turns(CID) is None
     await bot.answers_at_once()
 
@@ -270,13 +264,13 @@ async def test_leaving_mid_text(bot: Bot, mock: MockServer) -> None:
 async def test_leaving_during_a_tool_round(bot: Bot, mock: MockServer) -> None:
     stream = await bot.open_stream("tool?")
     await stream.read_until(b'"round_started"')
-    await _wait_for(lambda: TOOL_RUNS == ["started"], "the tool to start")
+    await wait_for(lambda: TOOL_RUNS == ["started"], "the tool to start")
     await stream.read_until(KEEPALIVE)
     # The model's call is over (the mock answered it); the tool is what runs now.
     assert _report(mock)["in_flight"] == 0
     await stream.close()
-    await _wait_for(lambda: TOOL_RUNS == ["started", "cancelled"], "the tool to be cancelled")
-    await _wait_for(lambda: len(bot.runtime.locks) == 0, "the conversation's lock")
+    await wait_for(lambda: TOOL_RUNS == ["started", "cancelled"], "the tool to be cancelled")
+    await wait_for(lambda: len(bot.runtime.locks) == 0, "the conversation's lock")
     assert bot.runtime.client.in_flight == 0
     assert await bot.store.turns(CID) is None
     await bot.answers_at_once()

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conversation_turns import turn
 
 from generic_framework.store import (
     ConversationStore,
@@ -17,26 +18,11 @@ from generic_framework.store import (
 )
 from generic_framework.wire.messages import (
     AssistantMessage,
-    FunctionCall,
     Message,
-    ToolCall,
-    ToolMessage,
     UserMessage,
 )
 
 MakeStore = Callable[[], ConversationStore]
-
-
-def turn(n: int, *, with_tool: bool = False, text: str = "") -> list[Message]:
-    messages: list[Message] = [UserMessage(content=text or f"question {n}")]
-    if with_tool:
-        call = ToolCall(id=f"t{n}", function=FunctionCall(name="echo", arguments='{"text":"x"}'))
-        messages += [
-            AssistantMessage(content=None, reasoning_content=f"r{n}", tool_calls=[call]),
-            ToolMessage(content="x", tool_call_id=f"t{n}"),
-        ]
-    messages.append(AssistantMessage(content=f"answer {n}"))
-    return messages
 
 
 def record(n: int) -> TurnRecord:

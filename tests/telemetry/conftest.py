@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,6 @@ from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 from generic_framework.service.readiness import UpstreamProbe
 from generic_framework.telemetry import Telemetry
-from generic_framework.wire.retry import set_testing
 
 REPO = Path(__file__).resolve().parents[2]
 PERSONAS = REPO / "personas"
@@ -31,10 +30,8 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 @pytest.fixture(autouse=True)
-def _no_retry_waits() -> Iterator[None]:
-    set_testing(True)
-    yield
-    set_testing(False)
+def _no_retry_waits(no_retry_waits: None) -> None:
+    """No test here waits between retries."""
 
 
 async def reachable(host: str, port: int, seconds: float) -> None:

@@ -25,7 +25,6 @@ from generic_framework.usage import (
     summarize,
 )
 from generic_framework.wire.errors import ConfigError
-from generic_framework.wire.retry import set_testing
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -191,9 +190,9 @@ def test_a_missing_price_table_is_a_config_error(tmp_path: Path) -> None:
         load_prices(tmp_path / "nowhere.toml")
 
 
+@pytest.mark.usefixtures("no_retry_waits")
 async def test_totals_equal_the_sum_of_the_replies_usage(tmp_path: Path) -> None:
     """Rows from real replies (a session against the mock) add up to the replies' usage."""
-    set_testing(True)
     settings = Settings.defaults(
         api_key="mock-key", base_url="http://mock.test/api/paas/v4",
         personas_dir=REPO / "personas", data_dir=tmp_path,
@@ -205,12 +204,9 @@ async def test_totals_equal_the_sum_of_the_replies_usage(tmp_path: Path) -> None
         ("scout", "// what's new in Python 3.13?"),
     ]
     replies: list[tuple[str, Reply]] = []
-    try:
-        async with Runtime(settings, transport=httpx.ASGITransport(app=create_mock())) as runtime:
-            for persona, text in questions:
-                replies.append((persona, await runtime.persona(persona).respond(text)))
-    finally:
-        set_testing(False)
+    async with Runtime(settings, transport=httpx.ASGITransport(app=create_mock())) as runtime:
+        for persona, text in questions:
+            replies.append((persona, await runtime.persona(persona).respond(text)))
     rows = [
         UsageRow(datetime.now(UTC), persona, reply.model, reply.usage.prompt_tokens,
                  reply.usage.completion_tokens, reply.usage.cached_tokens,
