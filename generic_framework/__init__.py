@@ -10,12 +10,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from generic_framework._httpx_cli import defer_httpx_cli
-
-# Before any module of the package imports httpx: its command-line client (click, rich,
-# pygments: about 60 ms) is then loaded only if someone runs it (docs/design/0704).
-defer_httpx_cli()
-
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
