@@ -3,18 +3,17 @@
 The public API is re-exported here and loaded on first use (PEP 562), so ``import
 generic_framework`` stays cheap for CLI start-up; ``from generic_framework import Persona``
 imports only what Persona needs.
+
+:data:`_EXPORTS` is the one list of the public API: each name and the module it comes from.
+``__all__`` is made from it, and the ``TYPE_CHECKING`` imports repeat it for type checkers (as
+``name as name``, an explicit re-export); ``tests/architecture/test_public_api.py`` keeps the
+two in step and checks that every name resolves.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
-
-from generic_framework._httpx_cli import defer_httpx_cli
-
-# Before any module of the package imports httpx: its command-line client (click, rich,
-# pygments: about 60 ms) is then loaded only if someone runs it (docs/design/0704).
-defer_httpx_cli()
 
 __version__ = "0.1.0"
 
@@ -34,147 +33,88 @@ _EXPORTS: dict[str, str] = {
     "GLMClient": "generic_framework.wire.client",
     "GLMError": "generic_framework.wire.errors",
     "InsufficientBalanceError": "generic_framework.wire.errors",
+    "MCPFailure": "generic_framework.mcp_tools.connection",
     "MCPServerSpec": "generic_framework.mcp_tools.spec",
     "NotFoundError": "generic_framework.wire.errors",
     "Persona": "generic_framework.core.persona",
-    "PersonaSpec": "generic_framework.core.spec",
     "PersonaEvent": "generic_framework.core.events",
+    "PersonaSpec": "generic_framework.core.spec",
     "QuotaExceededError": "generic_framework.wire.errors",
     "RateLimitError": "generic_framework.wire.errors",
     "Reply": "generic_framework.core.reply",
     "ResponseValidationError": "generic_framework.wire.errors",
     "RoundStarted": "generic_framework.core.events",
+    "RoundState": "generic_framework.core.reply",
     "Runtime": "generic_framework.runtime",
     "SQLiteStore": "generic_framework.store.sqlite",
-    "RoundState": "generic_framework.core.reply",
     "ServerError": "generic_framework.wire.errors",
     "Settings": "generic_framework.config",
     "StopReason": "generic_framework.core.reply",
+    "StoreUnavailableError": "generic_framework.wire.errors",
     "TextDelta": "generic_framework.core.events",
     "ToolCallInfo": "generic_framework.core.reply",
+    "ToolError": "generic_framework.tools.base",
     "ToolFinished": "generic_framework.core.events",
     "ToolLoopError": "generic_framework.wire.errors",
     "ToolResult": "generic_framework.core.reply",
+    "UpstreamBusyError": "generic_framework.wire.errors",
     "WebSearch": "generic_framework.tools",
     "load_dotenv": "generic_framework.config",
     "load_persona": "generic_framework.core.loader",
     "load_personas": "generic_framework.core.loader",
     "tool": "generic_framework.tools",
 }
+"""Each public name and the module it is loaded from on first use."""
 
-__all__ = [
-    "APIConnectionError",
-    "APIError",
-    "APIStatusError",
-    "APITimeoutError",
-    "AuthenticationError",
-    "BadRequestError",
-    "Citation",
-    "ConfigError",
-    "ContentFilterError",
-    "ConversationStore",
-    "Done",
-    "FunctionTool",
-    "GLMClient",
-    "GLMError",
-    "InsufficientBalanceError",
-    "MCPServerSpec",
-    "NotFoundError",
-    "Persona",
-    "PersonaEvent",
-    "PersonaSpec",
-    "QuotaExceededError",
-    "RateLimitError",
-    "Reply",
-    "ResponseValidationError",
-    "RoundStarted",
-    "RoundState",
-    "Runtime",
-    "SQLiteStore",
-    "ServerError",
-    "Settings",
-    "StopReason",
-    "TextDelta",
-    "ToolCallInfo",
-    "ToolFinished",
-    "ToolLoopError",
-    "ToolResult",
-    "WebSearch",
-    "__version__",
-    "load_dotenv",
-    "load_persona",
-    "load_personas",
-    "tool",
-]
+__all__ = list(_EXPORTS)
+__all__ += ["__version__"]
 
 if TYPE_CHECKING:
-    from generic_framework.config import (
-        Settings,
-        load_dotenv,
-    )
-    from generic_framework.core.events import (
-        Done,
-        PersonaEvent,
-        RoundStarted,
-        TextDelta,
-        ToolFinished,
-    )
-    from generic_framework.core.loader import (
-        load_persona,
-        load_personas,
-    )
-    from generic_framework.core.persona import (
-        Persona,
-    )
-    from generic_framework.core.reply import (
-        Citation,
-        Reply,
-        RoundState,
-        StopReason,
-        ToolCallInfo,
-        ToolResult,
-    )
-    from generic_framework.core.spec import (
-        PersonaSpec,
-    )
-    from generic_framework.mcp_tools.spec import (
-        MCPServerSpec,
-    )
-    from generic_framework.runtime import (
-        Runtime,
-    )
-    from generic_framework.store.base import (
-        ConversationStore,
-    )
-    from generic_framework.store.sqlite import (
-        SQLiteStore,
-    )
-    from generic_framework.tools import (
-        FunctionTool,
-        WebSearch,
-        tool,
-    )
-    from generic_framework.wire.client import (
-        GLMClient,
-    )
-    from generic_framework.wire.errors import (
-        APIConnectionError,
-        APIError,
-        APIStatusError,
-        APITimeoutError,
-        AuthenticationError,
-        BadRequestError,
-        ConfigError,
-        ContentFilterError,
-        GLMError,
-        InsufficientBalanceError,
-        NotFoundError,
-        QuotaExceededError,
-        RateLimitError,
-        ResponseValidationError,
-        ServerError,
-        ToolLoopError,
-    )
+    from generic_framework.config import Settings as Settings
+    from generic_framework.config import load_dotenv as load_dotenv
+    from generic_framework.core.events import Done as Done
+    from generic_framework.core.events import PersonaEvent as PersonaEvent
+    from generic_framework.core.events import RoundStarted as RoundStarted
+    from generic_framework.core.events import TextDelta as TextDelta
+    from generic_framework.core.events import ToolFinished as ToolFinished
+    from generic_framework.core.loader import load_persona as load_persona
+    from generic_framework.core.loader import load_personas as load_personas
+    from generic_framework.core.persona import Persona as Persona
+    from generic_framework.core.reply import Citation as Citation
+    from generic_framework.core.reply import Reply as Reply
+    from generic_framework.core.reply import RoundState as RoundState
+    from generic_framework.core.reply import StopReason as StopReason
+    from generic_framework.core.reply import ToolCallInfo as ToolCallInfo
+    from generic_framework.core.reply import ToolResult as ToolResult
+    from generic_framework.core.spec import PersonaSpec as PersonaSpec
+    from generic_framework.mcp_tools.connection import MCPFailure as MCPFailure
+    from generic_framework.mcp_tools.spec import MCPServerSpec as MCPServerSpec
+    from generic_framework.runtime import Runtime as Runtime
+    from generic_framework.store.base import ConversationStore as ConversationStore
+    from generic_framework.store.sqlite import SQLiteStore as SQLiteStore
+    from generic_framework.tools import FunctionTool as FunctionTool
+    from generic_framework.tools import WebSearch as WebSearch
+    from generic_framework.tools import tool as tool
+    from generic_framework.tools.base import ToolError as ToolError
+    from generic_framework.wire.client import GLMClient as GLMClient
+    from generic_framework.wire.errors import APIConnectionError as APIConnectionError
+    from generic_framework.wire.errors import APIError as APIError
+    from generic_framework.wire.errors import APIStatusError as APIStatusError
+    from generic_framework.wire.errors import APITimeoutError as APITimeoutError
+    from generic_framework.wire.errors import AuthenticationError as AuthenticationError
+    from generic_framework.wire.errors import BadRequestError as BadRequestError
+    from generic_framework.wire.errors import ConfigError as ConfigError
+    from generic_framework.wire.errors import ContentFilterError as ContentFilterError
+    from generic_framework.wire.errors import GLMError as GLMError
+    from generic_framework.wire.errors import InsufficientBalanceError as InsufficientBalanceError
+    from generic_framework.wire.errors import NotFoundError as NotFoundError
+    from generic_framework.wire.errors import QuotaExceededError as QuotaExceededError
+    from generic_framework.wire.errors import RateLimitError as RateLimitError
+    from generic_framework.wire.errors import ResponseValidationError as ResponseValidationError
+    from generic_framework.wire.errors import ServerError as ServerError
+    from generic_framework.wire.errors import StoreUnavailableError as StoreUnavailableError
+    from generic_framework.wire.errors import ToolLoopError as ToolLoopError
+    from generic_framework.wire.errors import UpstreamBusyError as UpstreamBusyError
 
 
 def __getattr__(name: str) -> Any:

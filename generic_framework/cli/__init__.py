@@ -28,8 +28,14 @@ from typing import Annotated, Literal, TypeVar
 import typer
 
 from generic_framework import __version__
+from generic_framework.cli._httpx_cli import defer_httpx_cli
 
 __all__ = ["app", "main"]
+
+# The command's own process, before any command imports httpx (nothing above does): httpx's
+# command line (click's rest, rich's progress, syntax and tables, pygments) is then loaded only
+# if someone runs it. The library itself never does this (docs/design/0704).
+defer_httpx_cli()
 
 _V = TypeVar("_V", str, int)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from generic_framework.cli.common import EXIT_OK, EXIT_USAGE, err
+from generic_framework.mock import serve_forever
 from generic_framework.wire.errors import ConfigError
 
 __all__ = ["run_mock"]
@@ -19,8 +20,6 @@ def run_mock(
     fail_seed: int = 0,
 ) -> int:
     """The ``mock`` command (the bundled fixtures when ``fixtures`` is empty); the exit code."""
-    from generic_framework.mock import serve_forever
-
     try:
         serve_forever(
             fixtures,

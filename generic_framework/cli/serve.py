@@ -11,6 +11,7 @@ from __future__ import annotations
 from generic_framework.cli.common import EXIT_OK, run_command
 from generic_framework.cli.offline import offline_notice, upstream
 from generic_framework.config import Settings
+from generic_framework.service import run
 
 __all__ = ["run_serve"]
 
@@ -19,8 +20,6 @@ def run_serve(host: str | None, port: int | None, mock: bool = False) -> int:
     """The ``serve`` command; ``host`` and ``port`` override BOT_HOST and BOT_PORT."""
 
     def serve(settings: Settings) -> int:
-        from generic_framework.service import run
-
         with upstream(settings, mock) as (active, offline):
             notice = None
             if offline:

@@ -30,14 +30,13 @@ import httpx
 from generic_framework.config import Settings
 from generic_framework.core.locks import ConversationLocks
 from generic_framework.mcp_tools.sessions import MCPSessions
+from generic_framework.store import open_store
 from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.slots import UpstreamSlots
 
 if TYPE_CHECKING:
-    # The store package (sqlite3 and its message adapter, about 3 ms) is imported when a
-    # conversation first needs it, not by every program that imports the Persona (0704).
     from generic_framework.store.base import ConversationStore, HeldConversation
 
 __all__ = ["Resources", "budget_id"]
@@ -111,8 +110,6 @@ class Resources:
         """The conversation store (opened on first use)."""
         if self._store is None:
             self._check_open()
-            from generic_framework.store import open_store  # on first use (0704)
-
             url = self.settings.database_url
             self._store = open_store(
                 url.get_secret_value() if url is not None else None,

@@ -6,34 +6,18 @@
 - :class:`MCPTool`: one server tool, offered and run like a ``@tool`` function.
 - :class:`WebSearchMCP`: ``search_web`` through the Web Search MCP server (``mcp`` mode).
 
-The names are loaded on first use (PEP 562): the Persona imports only :mod:`.spec` and
-:mod:`.sessions`, and the connection code is imported when a runtime first connects to a
-server (docs/design/0704). The official ``mcp`` SDK is imported only when a server is first
-started (:mod:`.sdk`).
+The official ``mcp`` SDK is imported only when a server is first started (:mod:`.sdk`); the
+rest is loaded with the Persona, which needs :mod:`.sessions` (docs/design/0704).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from generic_framework.mcp_tools.connection import MCPConnection, MCPFailure
-    from generic_framework.mcp_tools.naming import offered_name
-    from generic_framework.mcp_tools.sessions import MCPSessions
-    from generic_framework.mcp_tools.spec import MCPServerSpec
-    from generic_framework.mcp_tools.tools import MCPTool
-    from generic_framework.mcp_tools.web_search import WebSearchMCP
-
-_EXPORTS: dict[str, str] = {
-    "MCPConnection": "generic_framework.mcp_tools.connection",
-    "MCPFailure": "generic_framework.mcp_tools.connection",
-    "MCPServerSpec": "generic_framework.mcp_tools.spec",
-    "MCPSessions": "generic_framework.mcp_tools.sessions",
-    "MCPTool": "generic_framework.mcp_tools.tools",
-    "WebSearchMCP": "generic_framework.mcp_tools.web_search",
-    "offered_name": "generic_framework.mcp_tools.naming",
-}
+from generic_framework.mcp_tools.connection import MCPConnection, MCPFailure
+from generic_framework.mcp_tools.naming import offered_name
+from generic_framework.mcp_tools.sessions import MCPSessions
+from generic_framework.mcp_tools.spec import MCPServerSpec
+from generic_framework.mcp_tools.tools import MCPTool
+from generic_framework.mcp_tools.web_search import WebSearchMCP
 
 __all__ = [
     "MCPConnection",
@@ -44,16 +28,3 @@ __all__ = [
     "WebSearchMCP",
     "offered_name",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'generic_framework.mcp_tools' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__

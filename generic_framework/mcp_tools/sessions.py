@@ -23,17 +23,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from generic_framework.config import Settings
+from generic_framework.mcp_tools.connection import Listing, MCPConnection, MCPFailure
 from generic_framework.mcp_tools.naming import offered_name
 from generic_framework.mcp_tools.spec import MCPServerSpec, missing_variables
+from generic_framework.mcp_tools.tools import MCPTool
+from generic_framework.mcp_tools.web_search import SEARCH_SERVER_NAME, WebSearchMCP
 from generic_framework.wire.errors import ConfigError, register_secret
 
 if TYPE_CHECKING:
-    # The connection code (with the tools and the search built on it) is imported when a
-    # runtime first connects to a server, not by every program that imports the Persona
-    # (docs/design/0704).
-    from generic_framework.mcp_tools.connection import Listing, MCPConnection
-    from generic_framework.mcp_tools.tools import MCPTool
-    from generic_framework.mcp_tools.web_search import WebSearchMCP
     from generic_framework.tools.search import SearchHits
 
 __all__ = ["MCPSessions"]
@@ -41,7 +38,7 @@ __all__ = ["MCPSessions"]
 logger = logging.getLogger("generic_framework.mcp")
 
 _TOOLSETS_KEPT = 256
-Toolset = tuple["MCPTool", ...]
+Toolset = tuple[MCPTool, ...]
 
 
 class MCPSessions:
@@ -98,8 +95,6 @@ class MCPSessions:
             for value in expanded.headers.values():
                 register_secret(value)
                 register_secret(value.partition(" ")[2])
-            from generic_framework.mcp_tools.connection import MCPConnection  # first use
-
             found = MCPConnection(expanded, timeout=self.settings.tool_timeout)
             self._connections[key] = found
         return found
@@ -121,8 +116,6 @@ class MCPSessions:
         cached = self._toolsets.get(key)
         if cached is not None:
             return cached
-        from generic_framework.mcp_tools.tools import MCPTool  # first use
-
         tools: list[MCPTool] = []
         names = set(taken)
         for connection, listing in zip(connections, listings, strict=True):
@@ -164,11 +157,6 @@ class MCPSessions:
             MCPFailure: the search failed; its text is what the model reads.
         """
         if self._search is None:
-            from generic_framework.mcp_tools.web_search import (  # first use
-                SEARCH_SERVER_NAME,
-                WebSearchMCP,
-            )
-
             headers = {}
             if self.settings.api_key is not None:
                 headers["Authorization"] = f"Bearer {self.settings.api_key.get_secret_value()}"
@@ -194,8 +182,6 @@ class MCPSessions:
         await asyncio.gather(*(connection.aclose() for connection in connections))
 
     async def _listing(self, connection: MCPConnection, persona: str) -> Listing | None:
-        from generic_framework.mcp_tools.connection import MCPFailure  # loaded with connection
-
         try:
             return await connection.listing()
         except MCPFailure as failure:

@@ -15,7 +15,6 @@ replicas). :func:`open_store` picks one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from generic_framework.store.base import (
     ConversationDump,
@@ -29,9 +28,7 @@ from generic_framework.store.base import (
     check_conversation_id,
     checksum,
 )
-
-if TYPE_CHECKING:
-    from generic_framework.store.sqlite import SQLiteStore
+from generic_framework.store.sqlite import SQLiteStore
 
 __all__ = [
     "ConversationDump",
@@ -49,18 +46,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The SQLite backend (sqlite3 and its module, about 4 ms) is imported on first use: the
-    # core's turn records come from .base, and a Persona without a conversation needs no
-    # backend at all (docs/design/0704).
-    if name == "SQLiteStore":
-        from generic_framework.store.sqlite import SQLiteStore
-
-        globals()[name] = SQLiteStore
-        return SQLiteStore
-    raise AttributeError(f"module 'generic_framework.store' has no attribute {name!r}")
-
-
 def open_store(
     url: str | None, *, sqlite_path: str | Path, pool_size: int = 10
 ) -> ConversationStore:
@@ -76,14 +61,13 @@ def open_store(
     Raises:
         ValueError: the URL's scheme is neither.
     """
-    from generic_framework.store.sqlite import SQLiteStore
-
     if not url:
         return SQLiteStore(Path(sqlite_path))
     scheme, found, rest = url.partition("://")
     if not found:
         return SQLiteStore(Path(url))
     if scheme.lower() in {"postgresql", "postgres"}:
+        # psycopg is an optional dependency (the postgres extra): imported for its URL only.
         from generic_framework.store.postgres import PostgresStore
 
         return PostgresStore(url, pool_size=pool_size)

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from generic_framework import __version__
 from generic_framework.wire.errors import redact
 
 if TYPE_CHECKING:
@@ -176,8 +177,6 @@ class Tracing:
     """
 
     def __init__(self, provider: TracerProvider, *, capture_content: bool = False) -> None:
-        from generic_framework import __version__
-
         trace = _api()
         self.provider = provider
         self.tracer: Tracer = provider.get_tracer(_TRACER_NAME, __version__)

@@ -1,4 +1,4 @@
-"""The deferred httpx command line (generic_framework/_httpx_cli.py): pinned to httpx's code.
+"""The deferred httpx command line (cli/_httpx_cli.py): pinned to httpx's code.
 
 The stand-in relies on one line of httpx's ``__init__`` (``from ._main import main``). These
 tests fail loudly when httpx changes: a new version must be read again and added to
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from generic_framework._httpx_cli import HTTPX_VERSIONS_CHECKED
+from generic_framework.cli._httpx_cli import HTTPX_VERSIONS_CHECKED
 
 
 def test_httpx_is_a_version_the_stand_in_was_checked_against() -> None:
@@ -38,9 +38,9 @@ def _run(code: str) -> dict[str, object]:
     return result
 
 
-def test_importing_generic_framework_then_httpx_loads_no_command_line() -> None:
+def test_the_command_s_entry_point_then_httpx_loads_no_command_line() -> None:
     code = (
-        "import json, sys, generic_framework, httpx\n"
+        "import json, sys, generic_framework.cli, httpx\n"
         "print(json.dumps({m: m in sys.modules for m in ('click', 'rich', 'pygments')}))"
     )
     assert _run(code) == {"click": False, "rich": False, "pygments": False}
@@ -48,7 +48,7 @@ def test_importing_generic_framework_then_httpx_loads_no_command_line() -> None:
 
 def test_the_command_line_and_its_module_still_work_when_used() -> None:
     code = (
-        "import contextlib, io, json, sys, generic_framework, httpx\n"
+        "import contextlib, io, json, sys, generic_framework.cli, httpx\n"
         "from httpx._main import print_response\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
@@ -61,7 +61,7 @@ def test_the_command_line_and_its_module_still_work_when_used() -> None:
 
 def test_nothing_changes_when_httpx_was_imported_first() -> None:
     code = (
-        "import json, sys, httpx, generic_framework\n"
+        "import json, sys, httpx, generic_framework.cli\n"
         "print(json.dumps({'click': 'click' in sys.modules}))"
     )
     assert _run(code) == {"click": True}

@@ -1,16 +1,19 @@
-"""httpx without its command-line client: imported only if someone runs it.
+"""The ``generic-framework`` command's httpx, without httpx's own command-line client.
 
 httpx's ``__init__`` ends with ``from ._main import main`` (the ``httpx`` console command). When
 click, rich and pygments are installed, which they are wherever generic_framework's CLI is
-(rich and typer are its dependencies), that line imports all three: about 60 ms and several
-megabytes in every process that imports httpx, for a command no library user runs.
+(rich and typer are its dependencies), that line imports all three, for a command the
+``generic-framework`` command never runs.
 
-:func:`defer_httpx_cli` runs when ``generic_framework`` is imported, before any of its modules
-imports httpx. If httpx is not imported yet, it puts a stand-in module in ``sys.modules`` under
-``httpx._main``; httpx's import then takes ``main`` from it: a proxy that imports the real
-module when it is called or inspected. Any other name read from the stand-in loads the real
-module too (module ``__getattr__``), so ``httpx.main(...)`` and ``from httpx._main import ...``
-keep working, only later. Nothing happens when httpx was imported first.
+:func:`defer_httpx_cli` runs when the ``generic-framework`` command starts (the first lines of
+:mod:`generic_framework.cli`, the process's entry point), before anything the command runs
+imports httpx. Importing the library never calls it: a library changes no other package's
+modules (docs/design/0704). If httpx is not imported yet, it puts a stand-in module in
+``sys.modules`` under ``httpx._main``; httpx's import then takes ``main`` from it: a proxy
+that imports the real module when it is called or inspected. Any other name read from the
+stand-in loads the real module too (module ``__getattr__``), so ``httpx.main(...)`` and
+``from httpx._main import ...`` keep working, only later. Nothing happens when httpx was
+imported first.
 
 This depends on one line of httpx's ``__init__``. ``tests/foundation/test_httpx_cli.py`` pins
 the httpx versions it was checked against and that line, and fails loudly when either changes
@@ -65,6 +68,6 @@ def defer_httpx_cli() -> None:
     """Put the stand-in for ``httpx._main`` in place, unless httpx is already imported."""
     if "httpx" in sys.modules or _NAME in sys.modules:
         return
-    stand_in = types.ModuleType(_NAME, "Stand-in for httpx's command line (generic_framework).")
+    stand_in = types.ModuleType(_NAME, "Stand-in for httpx's command line (generic-framework).")
     stand_in.__dict__.update(main=_LazyMain(), _stand_in=True, __getattr__=_attribute)
     sys.modules[_NAME] = stand_in

@@ -1,0 +1,102 @@
+"""Imports inside functions are the measured exceptions of docs/design/0704, and only those.
+
+A deferred import makes a module's dependencies harder to see; one stays only where it saves
+start-up on a path someone runs, or where the dependency is optional. Each entry below is a row
+of 0704's table (what it saves is measured there); a new one needs its measurement first.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "generic_framework"
+
+ALLOWED: dict[str, set[str]] = {
+    # The CLI: --help and each command load only what that command needs.
+    "cli/__init__.py": {
+        "generic_framework",  # limits, when an option is checked (74 ms of pydantic)
+        "generic_framework.cli.chat",
+        "generic_framework.cli.common",  # a usage error or a bug only
+        "generic_framework.cli.db",
+        "generic_framework.cli.fixtures",
+        "generic_framework.cli.mock",
+        "generic_framework.cli.personas",
+        "generic_framework.cli.serve",
+        "generic_framework.cli.usage",
+    },
+    "cli/common.py": {"generic_framework.runtime"},  # commands without a Runtime
+    "cli/fixtures.py": {
+        "generic_framework.recording.recorder",
+        "generic_framework.recording.replay",
+    },
+    "cli/offline.py": {"generic_framework.mock"},  # a chat with an API key
+    "cli/output.py": {"rich.console", "rich.markdown"},  # output that is not a terminal
+    # The library: loaded when first used.
+    "config.py": {"dotenv"},
+    "runtime.py": {"generic_framework.core.loader"},
+    "service/info.py": {"generic_framework.mock"},
+    "tools/__init__.py": {"generic_framework.tools"},  # the example tools
+    "wire/retry.py": {"tenacity"},
+    "telemetry/metrics.py": {
+        "prometheus_client",
+        "prometheus_client.exposition",
+        "prometheus_client.gc_collector",
+        "prometheus_client.metrics_core",
+        "prometheus_client.platform_collector",
+        "prometheus_client.process_collector",
+        "prometheus_client.samples",
+        "prometheus_client.utils",
+    },
+    "mcp_tools/sdk.py": {
+        "anyio",
+        "httpx2",
+        "mcp",
+        "mcp.client.streamable_http",
+        "mcp.shared.exceptions",
+        "mcp_types",
+    },
+    # Optional dependencies (the postgres and otel extras).
+    "store/__init__.py": {"generic_framework.store.postgres"},
+    "store/postgres.py": {"psycopg", "psycopg_pool"},
+    "store/postgres_errors.py": {"psycopg", "psycopg_pool"},
+    "store/postgres_slots.py": {"psycopg"},
+    "telemetry/tracing.py": {
+        "opentelemetry",
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+        "opentelemetry.sdk.resources",
+        "opentelemetry.sdk.trace",
+        "opentelemetry.sdk.trace.export",
+    },
+}
+
+
+def _deferred(path: Path) -> set[str]:
+    """The modules ``path`` imports inside a function (``import x`` or ``from x import ...``)."""
+    found: set[str] = set()
+    for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    found.add(node.module)
+                elif isinstance(node, ast.Import):
+                    found.update(alias.name for alias in node.names)
+    return found
+
+
+def test_only_the_measured_imports_are_deferred() -> None:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        deferred = _deferred(path)
+        if deferred:
+            found[path.relative_to(PACKAGE).as_posix()] = deferred
+    assert found == ALLOWED
+
+
+def test_the_finder_sees_an_import_inside_a_method(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import re\nclass A:\n    def f(self):\n        import json\n        from os import path\n",
+        encoding="utf-8",
+    )
+    assert _deferred(probe) == {"json", "os"}
