@@ -228,7 +228,7 @@ def _state(
         owns_runtime=owns,
         offline=offline,
         default_persona=first,
-        examples=recorded_examples(runtime.settings, first) if offline else (),
+        examples=recorded_examples(runtime.settings, sorted(personas)) if offline else {},
     )
 
 

@@ -272,13 +272,15 @@ class ModelListOut(BaseModel):
 
 class BotInfoOut(BaseModel):
     """``GET /v1/bot``: whether answers are recorded ones, the persona to offer first, and
-    (offline) the questions that have recorded answers."""
+    (offline) the questions that have recorded answers: the default persona's, and each
+    persona's own."""
 
     model_config = ConfigDict(extra="forbid")
 
     offline: bool
     default_persona: str | None
     examples: list[str]
+    persona_examples: dict[str, list[str]]
 
 
 class HealthOut(BaseModel):
