@@ -80,6 +80,15 @@ async def _index(request: Request) -> Response:
     return FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
 
 
+async def _favicon(request: Request) -> Response:
+    """The page's icon where browsers ask for it unprompted (the page links the same SVG)."""
+    return FileResponse(
+        STATIC_DIR / "favicon.svg",
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"},
+    )
+
+
 async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
@@ -141,6 +150,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
 def _routes() -> list[Route | Mount]:
     return [
         Route("/", _index, methods=["GET"]),
+        Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/readyz", _readyz, methods=["GET"]),
         Route("/metrics", _metrics, methods=["GET"]),

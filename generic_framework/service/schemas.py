@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic_core import PydanticCustomError
 
 from generic_framework.core.reply import Citation
 from generic_framework.limits import CONVERSATION_ID_PATTERN, ConversationId
@@ -73,10 +74,20 @@ class ChatCompletionRequest(BaseModel):
 
     model: str = Field(min_length=1, max_length=200)
     # No cap on the count: the body limit bounds it, and the persona keeps HISTORY_TURNS.
-    messages: list[ChatMessageIn] = Field(min_length=1)
+    messages: list[ChatMessageIn] = Field(json_schema_extra={"minItems": 1})
     stream: StrictBool = False
     conversation_id: ConversationId | None = None
     sources_footer: StrictBool | None = None
+
+    @field_validator("messages")
+    @classmethod
+    def _some_messages(cls, messages: list[ChatMessageIn]) -> list[ChatMessageIn]:
+        if not messages:
+            raise PydanticCustomError(
+                "empty_messages",
+                "must not be empty (send at least one message; the last one must have role 'user')",
+            )
+        return messages
 
 
 class TurnRequest(BaseModel):
