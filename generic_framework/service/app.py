@@ -40,6 +40,7 @@ from generic_framework.runtime import Runtime
 from generic_framework.service.api import (
     chat_completions,
     conversation,
+    delete_last_turn,
     list_conversations,
     list_models,
     post_message,
@@ -131,7 +132,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
             Middleware(
                 CORSMiddleware,
                 allow_origins=origins,
-                allow_methods=["GET", "POST", "DELETE"],
+                allow_methods=["GET", "POST", "PATCH", "DELETE"],
                 allow_headers=["Authorization", "Content-Type"],
                 max_age=600,
             )
@@ -161,7 +162,12 @@ def _routes() -> list[Route | Mount]:
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
         # One route for both methods, so a 405 there lists both in its Allow header.
-        Route("/v1/conversations/{conversation_id}", conversation, methods=["GET", "DELETE"]),
+        Route(
+            "/v1/conversations/{conversation_id}", conversation, methods=["GET", "PATCH", "DELETE"]
+        ),
+        Route(
+            "/v1/conversations/{conversation_id}/turns/last", delete_last_turn, methods=["DELETE"]
+        ),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 

@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from generic_framework.core.reply import Citation
 from generic_framework.limits import CONVERSATION_ID_PATTERN, ConversationId
+from generic_framework.store.base import TITLE_MAX
 from generic_framework.wire.messages import WebSearchResult
 
 __all__ = [
@@ -40,6 +41,8 @@ __all__ = [
     "ModelOut",
     "ProgressOut",
     "ReadyOut",
+    "RenameRequest",
+    "RenamedOut",
     "ReplySummaryOut",
     "TurnOut",
     "TurnRecordOut",
@@ -88,6 +91,23 @@ class ChatCompletionRequest(BaseModel):
                 "must not be empty (send at least one message; the last one must have role 'user')",
             )
         return messages
+
+
+class RenameRequest(BaseModel):
+    """``PATCH /v1/conversations/{id}``: the conversation's own title (one line, 1 to 200
+    characters once surrounding spaces are dropped), which lists show instead of its first
+    input."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(min_length=1, max_length=TITLE_MAX + 100)
+
+
+class RenamedOut(BaseModel):
+    """The answer of ``PATCH /v1/conversations/{id}``: the title as stored."""
+
+    id: str
+    title: str
 
 
 class TurnRequest(BaseModel):
