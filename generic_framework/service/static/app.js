@@ -919,6 +919,7 @@ function exampleItem(text) {
   button.textContent = text;
   button.addEventListener("click", () => {
     if (state.turn) return;
+    endEditing(); // an example is a new question, never a replacement of the last one
     $("search").checked = false; // the question is sent exactly as it was recorded
     submit(text);
   });
