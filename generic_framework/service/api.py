@@ -37,7 +37,7 @@ from generic_framework.service.schemas import (
 )
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
 from generic_framework.service.streaming import turn_stream
-from generic_framework.store.base import LIST_LIMIT_MAX, StoredMessage, check_title
+from generic_framework.store.base import LIST_LIMIT_MAX, StoredMessage
 
 __all__ = [
     "chat_completions",
@@ -223,11 +223,7 @@ async def rename_conversation(request: Request) -> Response:
     404 when unknown."""
     state = state_of(request)
     cid = path_conversation_id(request)
-    body = await parse_body(request, RenameRequest)
-    try:
-        title = check_title(body.title)
-    except ValueError as exc:
-        raise ServiceError(400, str(exc), param="title", code="invalid_title") from None
+    title = (await parse_body(request, RenameRequest)).title  # checked: check_title
     if not await state.runtime.store.rename(cid, title):
         raise _no_conversation(cid)
     return _json(RenamedOut(id=cid, title=title))

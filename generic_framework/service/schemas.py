@@ -16,7 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from generic_framework.core.reply import Citation
 from generic_framework.limits import CONVERSATION_ID_PATTERN, ConversationId
-from generic_framework.store.base import TITLE_MAX
+from generic_framework.store.base import TITLE_MAX, check_title
 from generic_framework.wire.messages import WebSearchResult
 
 __all__ = [
@@ -93,6 +93,10 @@ class ChatCompletionRequest(BaseModel):
         return messages
 
 
+TITLE_PATTERN = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+"""A conversation title: one line with at least one character that is not a space."""
+
+
 class RenameRequest(BaseModel):
     """``PATCH /v1/conversations/{id}``: the conversation's own title (one line, 1 to 200
     characters once surrounding spaces are dropped), which lists show instead of its first
@@ -100,7 +104,18 @@ class RenameRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str = Field(min_length=1, max_length=TITLE_MAX + 100)
+    # The schema says what check_title accepts; the validator says it in words.
+    title: str = Field(
+        json_schema_extra={"minLength": 1, "maxLength": TITLE_MAX, "pattern": TITLE_PATTERN}
+    )
+
+    @field_validator("title")
+    @classmethod
+    def _a_title(cls, title: str) -> str:
+        try:
+            return check_title(title)
+        except ValueError as exc:
+            raise PydanticCustomError("invalid_title", str(exc)) from None
 
 
 class RenamedOut(BaseModel):

@@ -69,6 +69,10 @@ async def test_rename_is_listed_and_checked(client_for: Client, store: Conversat
     assert blank.status_code == 400 and blank.json()["error"]["code"] == "invalid_title"
     assert extra.status_code == 400 and extra.json()["error"]["param"] == "y"
     assert two_lines.status_code == 400 and two_lines.json()["error"]["param"] == "title"
+    assert two_lines.json()["error"]["message"] == (
+        "title: the title must be one line without control characters"
+    )
+    assert two_lines.json()["error"]["code"] == "invalid_title"
 
 
 async def test_the_last_turn_is_removed_whole(client_for: Client, store: ConversationStore) -> None:
