@@ -956,6 +956,30 @@ async function start() {
   }
 }
 
+// Enter sends (not while an IME composes); Escape stops a turn, else leaves an edit.
+function onInputKey(event) {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    $("chat-form").requestSubmit();
+  } else if (event.key === "Escape" && state.turn) {
+    stopTurn();
+  } else if (event.key === "Escape" && state.editing) {
+    endEditing();
+    $("input").value = "";
+  }
+}
+
+// Persona examples, search, export, the edit note, and the URL's conversation.
+function wireConversationTools() {
+  $("persona").addEventListener("change", renderExamples);
+  $("search-chats").addEventListener("input", filterConversations);
+  $("export-md").addEventListener("click", () => exportConversation("md").catch((e) => handle(e)));
+  $("export-json").addEventListener("click", () => exportConversation("json").catch((e) => handle(e)));
+  $("cancel-edit").addEventListener("click", () => { endEditing(); $("input").value = ""; });
+  window.addEventListener("popstate", followRoute);
+  window.addEventListener("hashchange", followRoute);
+}
+
 function init() {
   setUpMarkdown();
   $("chat-form").addEventListener("submit", (event) => {
@@ -965,26 +989,10 @@ function init() {
     $("input").value = "";
     submit(text);
   });
-  $("input").addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      $("chat-form").requestSubmit();
-    } else if (event.key === "Escape" && state.turn) {
-      stopTurn();
-    } else if (event.key === "Escape" && state.editing) {
-      endEditing();
-      $("input").value = "";
-    }
-  });
+  $("input").addEventListener("keydown", onInputKey);
   $("stop").addEventListener("click", () => { stopTurn(); $("input").focus(); });
   $("new-chat").addEventListener("click", () => startConversation());
-  $("persona").addEventListener("change", renderExamples);
-  $("search-chats").addEventListener("input", filterConversations);
-  $("export-md").addEventListener("click", () => exportConversation("md").catch((e) => handle(e)));
-  $("export-json").addEventListener("click", () => exportConversation("json").catch((e) => handle(e)));
-  $("cancel-edit").addEventListener("click", () => { endEditing(); $("input").value = ""; });
-  window.addEventListener("popstate", followRoute);
-  window.addEventListener("hashchange", followRoute);
+  wireConversationTools();
   $("menu").addEventListener("click", toggleSidebar);
   $("more-conversations").addEventListener("click", () => loadConversations(true).catch((e) => handle(e)));
   $("log").addEventListener("click", (event) => {
