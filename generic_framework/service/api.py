@@ -31,6 +31,8 @@ from generic_framework.service.schemas import (
     ConversationSummaryOut,
     ModelListOut,
     ModelOut,
+    RenamedOut,
+    RenameRequest,
     TurnRequest,
 )
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
@@ -41,10 +43,12 @@ __all__ = [
     "chat_completions",
     "conversation",
     "delete_conversation",
+    "delete_last_turn",
     "get_conversation",
     "list_conversations",
     "list_models",
     "post_message",
+    "rename_conversation",
 ]
 
 
@@ -214,8 +218,38 @@ async def delete_conversation(request: Request) -> Response:
     return Response(status_code=204)
 
 
+async def rename_conversation(request: Request) -> Response:
+    """``PATCH /v1/conversations/{id}`` with ``{"title": ...}``: the conversation's own title;
+    404 when unknown."""
+    state = state_of(request)
+    cid = path_conversation_id(request)
+    title = (await parse_body(request, RenameRequest)).title  # checked: check_title
+    if not await state.runtime.store.rename(cid, title):
+        raise _no_conversation(cid)
+    return _json(RenamedOut(id=cid, title=title))
+
+
+async def delete_last_turn(request: Request) -> Response:
+    """``DELETE /v1/conversations/{id}/turns/last``: remove the newest turn whole (question,
+    tool rounds, answer), so it can be asked again or edited; 204, or 404 when there is none.
+
+    Holds the conversation's lock, as a turn does: a running turn ends first. Removing the only
+    turn removes the conversation.
+    """
+    state = state_of(request)
+    cid = path_conversation_id(request)
+    async with state.runtime.locks.hold(cid):
+        removed = await state.runtime.store.delete_last_turn(cid)
+    if not removed:
+        raise _no_conversation(cid)
+    return Response(status_code=204)
+
+
 async def conversation(request: Request) -> Response:
-    """``/v1/conversations/{id}``: one route for ``GET`` and ``DELETE`` (a 405 lists both)."""
+    """``/v1/conversations/{id}``: one route for ``GET``, ``PATCH`` and ``DELETE`` (a 405
+    lists them all)."""
     if request.method == "DELETE":
         return await delete_conversation(request)
+    if request.method == "PATCH":
+        return await rename_conversation(request)
     return await get_conversation(request)

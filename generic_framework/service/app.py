@@ -40,6 +40,7 @@ from generic_framework.runtime import Runtime
 from generic_framework.service.api import (
     chat_completions,
     conversation,
+    delete_last_turn,
     list_conversations,
     list_models,
     post_message,
@@ -78,6 +79,15 @@ _PAGE_HEADERS = {
 
 async def _index(request: Request) -> Response:
     return FileResponse(STATIC_DIR / "index.html", headers=_PAGE_HEADERS)
+
+
+async def _favicon(request: Request) -> Response:
+    """The page's icon where browsers ask for it unprompted (the page links the same SVG)."""
+    return FileResponse(
+        STATIC_DIR / "favicon.svg",
+        media_type="image/svg+xml",
+        headers={"Cache-Control": "public, max-age=86400", "X-Content-Type-Options": "nosniff"},
+    )
 
 
 async def _healthz(request: Request) -> Response:
@@ -122,7 +132,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
             Middleware(
                 CORSMiddleware,
                 allow_origins=origins,
-                allow_methods=["GET", "POST", "DELETE"],
+                allow_methods=["GET", "POST", "PATCH", "DELETE"],
                 allow_headers=["Authorization", "Content-Type"],
                 max_age=600,
             )
@@ -141,6 +151,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
 def _routes() -> list[Route | Mount]:
     return [
         Route("/", _index, methods=["GET"]),
+        Route("/favicon.ico", _favicon, methods=["GET"]),
         Route("/healthz", _healthz, methods=["GET"]),
         Route("/readyz", _readyz, methods=["GET"]),
         Route("/metrics", _metrics, methods=["GET"]),
@@ -151,7 +162,12 @@ def _routes() -> list[Route | Mount]:
         Route("/v1/chat/completions", chat_completions, methods=["POST"]),
         Route("/v1/conversations/{conversation_id}/messages", post_message, methods=["POST"]),
         # One route for both methods, so a 405 there lists both in its Allow header.
-        Route("/v1/conversations/{conversation_id}", conversation, methods=["GET", "DELETE"]),
+        Route(
+            "/v1/conversations/{conversation_id}", conversation, methods=["GET", "PATCH", "DELETE"]
+        ),
+        Route(
+            "/v1/conversations/{conversation_id}/turns/last", delete_last_turn, methods=["DELETE"]
+        ),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 
@@ -228,7 +244,7 @@ def _state(
         owns_runtime=owns,
         offline=offline,
         default_persona=first,
-        examples=recorded_examples(runtime.settings, first) if offline else (),
+        examples=recorded_examples(runtime.settings, sorted(personas)) if offline else {},
     )
 
 

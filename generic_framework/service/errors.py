@@ -37,6 +37,10 @@ ConfigError                           500  server_error           configuration_
 any other exception                   500  server_error           internal_error
 ====================================  ===  =====================  =========================  =====
 
+The embedded mock's "no recorded answer" (offline mode, ``mock_no_match``) is answered 400
+``invalid_request_error`` with code ``offline_not_recorded`` and a plain message saying that
+offline mode only answers its recorded questions (never retried).
+
 "wait": ``Retry-After`` in whole seconds, what the upstream (or the slot queue) asked for, else
 1 (a 429 or 503 of another row carries it too when the upstream gave one). "never":
 ``x-should-retry: false``. Other 5xx are left to the client's own retry policy. The service's
@@ -89,6 +93,8 @@ from generic_framework.wire.errors import (
 
 __all__ = [
     "EXCEPTION_HANDLERS",
+    "NOT_RECORDED_CODE",
+    "NOT_RECORDED_MESSAGE",
     "ServiceError",
     "error_body",
     "error_response",
@@ -234,10 +240,37 @@ def _retry_headers(rule: _Rule, exc: GLMError) -> dict[str, str]:
     return headers
 
 
+NOT_RECORDED_CODE = "offline_not_recorded"
+"""The ``code`` of a message the mock has no recorded answer for (offline mode)."""
+NOT_RECORDED_MESSAGE = (
+    "Offline mode only answers the questions recorded in its fixtures, and this message is not "
+    "one of them. Ask one of the recorded questions (GET /v1/bot lists them for each persona), "
+    "or set OPENAI_API_KEY for real answers."
+)
+
+
+def _not_recorded(exc: BaseException) -> ServiceError | None:
+    """The mock's "no recorded answer" (offline mode) in plain words; the mock's matching
+    diagnosis goes to the log, for whoever writes fixtures."""
+    if not isinstance(exc, BadRequestError):
+        return None
+    from generic_framework.mock.catalog import NO_MATCH_CODE  # only on a refused request
+
+    if exc.code != NO_MATCH_CODE:
+        return None
+    logger.info("no recorded answer: %s", exc)
+    return ServiceError(
+        400, NOT_RECORDED_MESSAGE, code=NOT_RECORDED_CODE, headers={"x-should-retry": "false"}
+    )
+
+
 def map_exception(exc: BaseException) -> ServiceError:
     """Translate any exception raised while answering into the :class:`ServiceError` to send."""
     if isinstance(exc, ServiceError):
         return exc
+    unrecorded = _not_recorded(exc)
+    if unrecorded is not None:
+        return unrecorded
     rule = _rule_for(exc)
     if rule is not None:
         assert isinstance(exc, GLMError)

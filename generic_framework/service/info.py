@@ -1,6 +1,7 @@
 """``GET /v1/bot``: what the page needs to know about the bot before the first message.
 
-Exactly ``{"offline": bool, "default_persona": "<name>" | null, "examples": ["...", ...]}``:
+Exactly ``{"offline": bool, "default_persona": "<name>" | null, "examples": ["...", ...],
+"persona_examples": {"<name>": ["...", ...], ...}}``:
 
 - ``offline``: answers come from the embedded mock's recorded fixtures (``generic-framework
   serve`` without an API key, or with ``--mock``), not from Z.AI.
@@ -8,11 +9,14 @@ Exactly ``{"offline": bool, "default_persona": "<name>" | null, "examples": ["..
   search is on, else the first persona; ``null`` only when no persona is served.
 - ``examples``: offline, the questions the fixtures have recorded answers for with the default
   persona (best demonstrations first); online, none.
+- ``persona_examples``: offline, the same for every served persona (a persona without
+  recordings has an empty list), so the page offers only questions the chosen persona can ask;
+  online, ``{}``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -48,22 +52,22 @@ def default_persona(settings: Settings, personas: Mapping[str, PersonaLike]) -> 
     return ranked[0] if ranked else None
 
 
-def recorded_examples(settings: Settings, persona: str | None) -> tuple[str, ...]:
-    """The bundled fixtures' questions for ``persona`` on the configured kind of endpoint."""
-    if persona is None:
-        return ()
+def recorded_examples(settings: Settings, personas: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The bundled fixtures' questions for each persona on the configured kind of endpoint."""
     from generic_framework.mock import bundled_examples  # only offline: fixtures load on use
 
     endpoint = "coding" if settings.is_coding_endpoint else "general"
-    return tuple(bundled_examples(persona=persona, endpoint=endpoint))
+    return {name: tuple(bundled_examples(persona=name, endpoint=endpoint)) for name in personas}
 
 
 async def bot_info(request: Request) -> Response:
     """``GET /v1/bot``: ``{"offline", "default_persona", "examples"}``."""
     state = state_of(request)
+    first = state.default_persona
     body = BotInfoOut(
         offline=state.offline,
-        default_persona=state.default_persona,
-        examples=list(state.examples),
+        default_persona=first,
+        examples=list(state.examples.get(first, ())) if first is not None else [],
+        persona_examples={name: list(found) for name, found in state.examples.items()},
     )
     return Response(body.model_dump_json(), media_type="application/json")

@@ -25,6 +25,8 @@ from generic_framework.service.schemas import (
     HealthOut,
     ModelListOut,
     ReadyOut,
+    RenamedOut,
+    RenameRequest,
     TurnOut,
     TurnRequest,
 )
@@ -33,7 +35,7 @@ from generic_framework.store.base import CURSOR_PATTERN, LIST_LIMIT_MAX
 __all__ = ["openapi_document"]
 
 _REF = "#/components/schemas/{model}"
-_REQUESTS: tuple[type[BaseModel], ...] = (ChatCompletionRequest, TurnRequest)
+_REQUESTS: tuple[type[BaseModel], ...] = (ChatCompletionRequest, TurnRequest, RenameRequest)
 _RESPONSES: tuple[type[BaseModel], ...] = (
     BotInfoOut,
     ChatCompletionOut,
@@ -41,6 +43,7 @@ _RESPONSES: tuple[type[BaseModel], ...] = (
     TurnOut,
     ConversationOut,
     ConversationListOut,
+    RenamedOut,
     BotInfoOut,
     ModelListOut,
     HealthOut,
@@ -195,19 +198,38 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
                 parameters=[conversation_id],
             )
         },
-        "/v1/conversations/{conversation_id}": {
-            "get": _op(
-                "A stored conversation: its persona, messages and turns (input as typed, "
-                "answer, sources)",
-                {"200": _ok(ConversationOut), **_errors(400, 401, 403, 404)},
-                parameters=[conversation_id],
-            ),
+        "/v1/conversations/{conversation_id}": _one_conversation(conversation_id),
+        "/v1/conversations/{conversation_id}/turns/last": {
             "delete": _op(
-                "Delete a conversation",
-                {"204": {"description": "Deleted"}, **_errors(400, 401, 403, 404, 415)},
+                "Remove the newest turn whole (question, tool rounds, answer), to ask it again or "
+                "edit it; removing the only turn removes the conversation",
+                {"204": {"description": "Removed"}, **_errors(400, 401, 403, 404, 415)},
                 parameters=[conversation_id],
-            ),
+            )
         },
+    }
+
+
+def _one_conversation(conversation_id: dict[str, Any]) -> dict[str, Any]:
+    """``/v1/conversations/{conversation_id}``: read, rename, delete."""
+    return {
+        "get": _op(
+            "A stored conversation: its persona, messages and turns (input as typed, "
+            "answer, sources)",
+            {"200": _ok(ConversationOut), **_errors(400, 401, 403, 404)},
+            parameters=[conversation_id],
+        ),
+        "patch": _op(
+            "Rename a conversation: a title of its own, listed instead of its first input",
+            {"200": _ok(RenamedOut), **_errors(400, 401, 403, 404, 415)},
+            body=RenameRequest,
+            parameters=[conversation_id],
+        ),
+        "delete": _op(
+            "Delete a conversation",
+            {"204": {"description": "Deleted"}, **_errors(400, 401, 403, 404, 415)},
+            parameters=[conversation_id],
+        ),
     }
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic_core import PydanticCustomError
 
 from generic_framework.core.reply import Citation
 from generic_framework.limits import CONVERSATION_ID_PATTERN, ConversationId
+from generic_framework.store.base import TITLE_MAX, check_title
 from generic_framework.wire.messages import WebSearchResult
 
 __all__ = [
@@ -39,6 +41,8 @@ __all__ = [
     "ModelOut",
     "ProgressOut",
     "ReadyOut",
+    "RenameRequest",
+    "RenamedOut",
     "ReplySummaryOut",
     "TurnOut",
     "TurnRecordOut",
@@ -73,10 +77,52 @@ class ChatCompletionRequest(BaseModel):
 
     model: str = Field(min_length=1, max_length=200)
     # No cap on the count: the body limit bounds it, and the persona keeps HISTORY_TURNS.
-    messages: list[ChatMessageIn] = Field(min_length=1)
+    messages: list[ChatMessageIn] = Field(json_schema_extra={"minItems": 1})
     stream: StrictBool = False
     conversation_id: ConversationId | None = None
     sources_footer: StrictBool | None = None
+
+    @field_validator("messages")
+    @classmethod
+    def _some_messages(cls, messages: list[ChatMessageIn]) -> list[ChatMessageIn]:
+        if not messages:
+            raise PydanticCustomError(
+                "empty_messages",
+                "must not be empty (send at least one message; the last one must have role 'user')",
+            )
+        return messages
+
+
+TITLE_PATTERN = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+"""A conversation title: one line with at least one character that is not a space."""
+
+
+class RenameRequest(BaseModel):
+    """``PATCH /v1/conversations/{id}``: the conversation's own title (one line, 1 to 200
+    characters once surrounding spaces are dropped), which lists show instead of its first
+    input."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # The schema says what check_title accepts; the validator says it in words.
+    title: str = Field(
+        json_schema_extra={"minLength": 1, "maxLength": TITLE_MAX, "pattern": TITLE_PATTERN}
+    )
+
+    @field_validator("title")
+    @classmethod
+    def _a_title(cls, title: str) -> str:
+        try:
+            return check_title(title)
+        except ValueError as exc:
+            raise PydanticCustomError("invalid_title", str(exc)) from None
+
+
+class RenamedOut(BaseModel):
+    """The answer of ``PATCH /v1/conversations/{id}``: the title as stored."""
+
+    id: str
+    title: str
 
 
 class TurnRequest(BaseModel):
@@ -272,13 +318,15 @@ class ModelListOut(BaseModel):
 
 class BotInfoOut(BaseModel):
     """``GET /v1/bot``: whether answers are recorded ones, the persona to offer first, and
-    (offline) the questions that have recorded answers."""
+    (offline) the questions that have recorded answers: the default persona's, and each
+    persona's own."""
 
     model_config = ConfigDict(extra="forbid")
 
     offline: bool
     default_persona: str | None
     examples: list[str]
+    persona_examples: dict[str, list[str]]
 
 
 class HealthOut(BaseModel):

@@ -9,7 +9,7 @@ same store and locks, so there is one store and one lock system per app.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, cast
 
 from starlette.requests import Request
@@ -78,7 +78,8 @@ class ServiceState:
             runtime given to :func:`~generic_framework.service.create_app` is borrowed.
         offline: answers come from the embedded mock (``serve`` without a key, or ``--mock``).
         default_persona: the persona offered first (``GET /v1/bot``; service/info.py).
-        examples: offline, the questions the mock has recorded answers for.
+        examples: offline, persona name -> the questions the mock has recorded answers for
+            with that persona (best demonstrations first); empty online.
     """
 
     runtime: Runtime
@@ -86,7 +87,7 @@ class ServiceState:
     owns_runtime: bool
     offline: bool = False
     default_persona: str | None = None
-    examples: tuple[str, ...] = ()
+    examples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def settings(self) -> Settings:

@@ -145,6 +145,7 @@ class ConversationDump:
     created_at: str
     updated_at: str
     turns: tuple[StoredTurn, ...] = field(default=())
+    title: str | None = None
 
     @property
     def message_count(self) -> int:
@@ -159,6 +160,8 @@ def checksum(dump: ConversationDump) -> str:
         "id": dump.id,
         "created_at": dump.created_at,
         "updated_at": dump.updated_at,
+        # Only when set: the checksum of a conversation without a title of its own is unchanged.
+        **({"title": dump.title} if dump.title is not None else {}),
         "turns": [
             {
                 "turn": t.turn,
@@ -201,6 +204,27 @@ class ConversationSummary:
     updated_at: str
     turns: int
     cursor: str
+
+
+TITLE_MAX = 200
+"""The longest title :meth:`ConversationStore.rename` stores."""
+
+
+def check_title(title: str) -> str:
+    """``title`` without surrounding spaces, if it is a valid conversation title.
+
+    Raises:
+        ValueError: empty, longer than :data:`TITLE_MAX` characters, or holding a control
+            character (a line break included).
+    """
+    text = title.strip() if isinstance(title, str) else ""
+    if not text:
+        raise ValueError("the title must not be empty")
+    if len(text) > TITLE_MAX:
+        raise ValueError(f"the title is longer than {TITLE_MAX} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ValueError("the title must be one line without control characters")
+    return text
 
 
 def title_of(text: str) -> str:
@@ -295,6 +319,21 @@ class ConversationStore(Protocol):
 
     async def delete(self, conversation_id: str) -> bool:
         """Delete a conversation (after a running turn of it ends); True when it existed."""
+        ...
+
+    async def rename(self, conversation_id: str, title: str) -> bool:
+        """Give a conversation a title of its own, shown by lists instead of its first input;
+        True when the conversation exists.
+
+        Raises:
+            ValueError: not a valid title (:func:`check_title`).
+        """
+        ...
+
+    async def delete_last_turn(self, conversation_id: str) -> bool:
+        """Remove the newest turn whole (its question, tool rounds and answer; never a part),
+        after a running turn of it ends; the next turn takes its number. Removing the only turn
+        removes the conversation. True when there was a turn to remove."""
         ...
 
     async def conversation_ids(self) -> list[str]:

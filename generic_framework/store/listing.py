@@ -16,7 +16,7 @@ __all__ = ["LIST_SQL", "TITLE_CUT", "message_text"]
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 
 LIST_SQL = (
-    "SELECT c.id, c.created_at, c.updated_at, c.turns,"
+    "SELECT c.id, c.created_at, c.updated_at, c.turns, c.title,"
     " (SELECT t.persona FROM turns t WHERE t.conversation_id = c.id ORDER BY t.turn DESC LIMIT 1),"
     " (SELECT substr(t.input, 1, {cut}) FROM turns t WHERE t.conversation_id = c.id"
     " ORDER BY t.turn LIMIT 1)"

@@ -41,6 +41,7 @@ from generic_framework.store.base import (
     TurnRecord,
     check_conversation_id,
     check_limit,
+    check_title,
     cursor_of,
     split_cursor,
     title_of,
@@ -363,6 +364,38 @@ class PostgresStore:
             )
             return bool(cursor.rowcount)
 
+    async def rename(self, conversation_id: str, title: str) -> bool:
+        """Give a conversation a title of its own; True when it exists."""
+        text = check_title(title)
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "UPDATE conversations SET title = %s WHERE id = %s", (text, conversation_id)
+            )
+            return bool(cursor.rowcount)
+
+    async def delete_last_turn(self, conversation_id: str) -> bool:
+        """Remove the newest turn whole once no replica is running a turn of the conversation
+        (the conversation with its only turn); True if there was one."""
+        async with self._connection() as conn:
+            await _lock(conn, conversation_id)
+            cursor = await conn.execute(
+                "SELECT turns FROM conversations WHERE id = %s", (conversation_id,)
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                return False
+            if row[0] <= 1:
+                await conn.execute("DELETE FROM conversations WHERE id = %s", (conversation_id,))
+                return True
+            await conn.execute(
+                "DELETE FROM turns WHERE conversation_id = %s AND turn = %s",
+                (conversation_id, row[0]),
+            )
+            await conn.execute(
+                "UPDATE conversations SET turns = turns - 1 WHERE id = %s", (conversation_id,)
+            )
+            return True
+
     async def conversation_ids(self) -> list[str]:
         """Every conversation id, sorted."""
         async with self._connection() as conn:
@@ -398,9 +431,9 @@ class PostgresStore:
                 raise ValueError(f"conversation {dump.id!r} already exists")
             last = max((t.turn for t in dump.turns), default=0)
             await conn.execute(
-                "INSERT INTO conversations (id, turns, created_at, updated_at)"
-                " VALUES (%s, %s, %s, %s)",
-                (dump.id, last, _time(dump.created_at), _time(dump.updated_at)),
+                "INSERT INTO conversations (id, turns, created_at, updated_at, title)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                (dump.id, last, _time(dump.created_at), _time(dump.updated_at), dump.title),
             )
             for t in dump.turns:
                 created = _time(t.created_at)
@@ -435,13 +468,13 @@ async def _list(
         LIST_SQL.format(cut=TITLE_CUT, where=where, mark="%s"), (*(after or ()), limit)
     )
     summaries = []
-    for cid, created, updated, turns, persona, first in await cursor.fetchall():
+    for cid, created, updated, turns, title, persona, first in await cursor.fetchall():
         text = first if first is not None else await _first_text(conn, cid)
         summaries.append(
             ConversationSummary(
                 id=cid,
                 persona=persona or "",
-                title=title_of(text),
+                title=title or title_of(text),
                 created_at=_iso(created),
                 updated_at=_iso(updated),
                 turns=turns,
@@ -464,7 +497,8 @@ async def _first_text(conn: Any, conversation_id: str) -> str:
 
 async def _dump(conn: Any, conversation_id: str) -> ConversationDump | None:
     cursor = await conn.execute(
-        "SELECT created_at, updated_at FROM conversations WHERE id = %s", (conversation_id,)
+        "SELECT created_at, updated_at, title FROM conversations WHERE id = %s",
+        (conversation_id,),
     )
     head = await cursor.fetchone()
     if head is None:
@@ -488,4 +522,4 @@ async def _dump(conn: Any, conversation_id: str) -> ConversationDump | None:
         )
         for row in rows
     )
-    return ConversationDump(conversation_id, _iso(head[0]), _iso(head[1]), turns)
+    return ConversationDump(conversation_id, _iso(head[0]), _iso(head[1]), turns, head[2])

@@ -68,6 +68,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # The conversation list reads newest first, a page at a time (keyset on updated_at, id).
         "CREATE INDEX conversations_by_update ON conversations (updated_at, id)",
     ),
+    (
+        # A title given by renaming; NULL: lists show the first input.
+        "ALTER TABLE conversations ADD COLUMN title text",
+    ),
 )
 """Schema changes in order; never edit one that shipped, append a new one."""
 

@@ -46,6 +46,7 @@ from generic_framework.store.base import (
     TurnRecord,
     check_conversation_id,
     check_limit,
+    check_title,
     cursor_of,
     split_cursor,
     title_of,
@@ -199,6 +200,15 @@ class SQLiteStore:
         """Delete a conversation; True when it existed."""
         return await self._offload.run(self._run, self._delete, conversation_id)
 
+    async def rename(self, conversation_id: str, title: str) -> bool:
+        """Give a conversation a title of its own; True when it exists."""
+        text = check_title(title)
+        return await self._offload.run(self._run, _rename, conversation_id, text)
+
+    async def delete_last_turn(self, conversation_id: str) -> bool:
+        """Remove the newest turn whole (the conversation with its only turn); True if any."""
+        return await self._offload.run(self._run, _delete_last_turn, conversation_id)
+
     def close(self) -> None:
         """Close the connection; a later call opens a new one."""
         with self._guard:
@@ -306,7 +316,8 @@ class SQLiteStore:
     @staticmethod
     def _dump(db: sqlite3.Connection, conversation_id: str) -> ConversationDump | None:
         head = db.execute(
-            "SELECT created_at, updated_at FROM conversations WHERE id = ?", (conversation_id,)
+            "SELECT created_at, updated_at, title FROM conversations WHERE id = ?",
+            (conversation_id,),
         ).fetchone()
         if head is None:
             return None
@@ -326,7 +337,7 @@ class SQLiteStore:
             StoredTurn(row[0], row[1], row[2], record_from(row[3:]), tuple(bodies.get(row[0], ())))
             for row in rows
         )
-        return ConversationDump(conversation_id, head[0], head[1], turns)
+        return ConversationDump(conversation_id, head[0], head[1], turns, head[2])
 
     @staticmethod
     def _restore(db: sqlite3.Connection, dump: ConversationDump) -> None:
@@ -336,8 +347,9 @@ class SQLiteStore:
                 raise ValueError(f"conversation {dump.id!r} already exists")
             last = max((t.turn for t in dump.turns), default=0)
             db.execute(
-                "INSERT INTO conversations (id, turns, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                (dump.id, last, dump.created_at, dump.updated_at),
+                "INSERT INTO conversations (id, turns, created_at, updated_at, title)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (dump.id, last, dump.created_at, dump.updated_at, dump.title),
             )
             for t in dump.turns:
                 bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in t.messages]
@@ -409,14 +421,51 @@ def _list(
         ConversationSummary(
             id=cid,
             persona=persona or "",
-            title=title_of(first if first is not None else _first_text(db, cid)),
+            title=title or title_of(first if first is not None else _first_text(db, cid)),
             created_at=created,
             updated_at=updated,
             turns=turns,
             cursor=cursor_of(datetime.fromisoformat(updated), cid),
         )
-        for cid, created, updated, turns, persona, first in rows
+        for cid, created, updated, turns, title, persona, first in rows
     ]
+
+
+def _rename(db: sqlite3.Connection, conversation_id: str, title: str) -> bool:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        renamed = db.execute(
+            "UPDATE conversations SET title = ? WHERE id = ?", (title, conversation_id)
+        )
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return renamed.rowcount > 0
+
+
+def _delete_last_turn(db: sqlite3.Connection, conversation_id: str) -> bool:
+    """The newest turn's row goes, and its messages with it (ON DELETE CASCADE)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        row = db.execute(
+            "SELECT turns FROM conversations WHERE id = ?", (conversation_id,)
+        ).fetchone()
+        if row is not None and row[0] <= 1:
+            db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+        elif row is not None:
+            db.execute(
+                "DELETE FROM turns WHERE conversation_id = ? AND turn = ?",
+                (conversation_id, row[0]),
+            )
+            db.execute(
+                "UPDATE conversations SET turns = turns - 1 WHERE id = ?", (conversation_id,)
+            )
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return row is not None
 
 
 def _first_text(db: sqlite3.Connection, conversation_id: str) -> str:

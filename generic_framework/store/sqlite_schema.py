@@ -75,10 +75,16 @@ def _m003_list_index(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX conversations_by_update ON conversations (updated_at, id)")
 
 
+def _m004_titles(db: sqlite3.Connection) -> None:
+    # A title given by renaming; NULL: lists show the first input.
+    db.execute("ALTER TABLE conversations ADD COLUMN title TEXT")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_tables,
     _m002_turn_records,
     _m003_list_index,
+    _m004_titles,
 )
 """Schema changes in order; never edit one that shipped, append a new one."""
 

@@ -428,6 +428,62 @@ def runaway_tool_calls() -> Fixture:
     )
 
 
+HELPER_SYSTEM = "You are Helper, a friendly and concise assistant."
+
+
+def _helper(name: str, text: str, steps: list[tuple[str, dict[str, Any]]], final: str) -> Fixture:
+    """A question to the ``helper`` persona: its function tools offered on every message
+    (tools_always, no web search), ``steps`` answered by one tool call each, then ``final``."""
+    talk = Conversation(text, always=FUNCTION_TOOLS)
+    talk.messages[0]["content"] = HELPER_SYSTEM
+    for number, (tool, arguments) in enumerate(steps, start=1):
+        answer = completion(
+            f"{name}-{number}", "", reasoning=f"Use {tool}.", calls=[call(name, tool, arguments, 0)]
+        )
+        talk.exchange(answer)
+        talk.run_tools(answer)
+    talk.exchange(completion(f"{name}-final", final, reasoning="Answer briefly."))
+    return fixture(
+        name,
+        f"The helper persona (tools on every message, no web search): {len(steps)} tool "
+        "call(s), then the answer, so the offline page has questions for helper too.",
+        text,
+        talk,
+        persona="helper",
+        content=final,
+        stop_reason="completed",
+        rounds=len(steps) + 1,
+        citations=[],
+    )
+
+
+def helper_percent() -> Fixture:
+    return _helper(
+        "helper_percent",
+        "What is 15% of 80?",
+        [("calculate", {"expression": "80 * 0.15"})],
+        "15% of 80 is 12.",
+    )
+
+
+def helper_convert() -> Fixture:
+    return _helper(
+        "helper_convert",
+        "How many miles is 5 km?",
+        [("convert_units", {"value": 5, "from_unit": "km", "to_unit": "mi"})],
+        "5 km is about 3.11 miles.",
+    )
+
+
+def helper_hello() -> Fixture:
+    return _helper(
+        "helper_hello",
+        "Hello! What can you do?",
+        [],
+        "Hi! I can do arithmetic, convert units and tell the date and time. Ask away.",
+    )
+
+
 def _error(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
@@ -590,6 +646,9 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     stream_broken,
     reasoning_with_tools,
     envelope_wrapped,
+    helper_percent,
+    helper_convert,
+    helper_hello,
 ]
 
 

@@ -145,6 +145,7 @@ class Conversation:
         stream: bool = False,
         web_tools: list[dict[str, Any]] | None = None,
         path: str = CHAT,
+        always: list[dict[str, Any]] | None = None,
     ) -> None:
         web = user_input.lstrip().startswith("//")
         text = user_input.lstrip()[2:].strip() if web else user_input.strip()
@@ -152,7 +153,8 @@ class Conversation:
             {"role": "system", "content": SYSTEM},
             {"role": "user", "content": text},
         ]
-        self.tools = (web_tools or [SEARCH_TOOL, *FUNCTION_TOOLS]) if web else None
+        # ``always``: the tools of a persona that offers them without // too (tools_always).
+        self.tools = (web_tools or [SEARCH_TOOL, *FUNCTION_TOOLS]) if web else always
         self.stream = stream
         self.path = path
         self.exchanges: list[dict[str, Any]] = []

@@ -41,7 +41,8 @@ def test_the_bundled_set() -> None:
     for fixture in fixtures:
         assert fixture.source is not None
         assert fixture.source.name == f"{fixture.name}.json"
-        assert fixture.persona == ("scout-client" if "client" in fixture.name else "scout")
+        expected = "scout-client" if "client" in fixture.name else "scout"
+        assert fixture.persona == ("helper" if fixture.name.startswith("helper_") else expected)
         assert fixture.description and fixture.user_input and fixture.expected
     names = {f.name for f in fixtures}
     assert {"web_search_nanaimo", "web_search_nanaimo_stream", "rate_limited_then_ok"} <= names

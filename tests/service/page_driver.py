@@ -85,7 +85,7 @@ class Page:
         self.wait = WebDriverWait(driver, timeout)
 
     def open(self) -> Page:
-        self.driver.get(self.url + "/")
+        self.driver.get(self.url if "#" in self.url else self.url + "/")
         if self.token:
             box = self.wait.until(ec.visibility_of_element_located((By.ID, "token")))
             box.send_keys(self.token, Keys.ENTER)

@@ -207,7 +207,7 @@ async def test_conversation_id_extension_uses_server_history(client_for: Client)
             400,
             "invalid_role",
         ),
-        ({"model": "scout", "messages": []}, 400, "too_short"),
+        ({"model": "scout", "messages": []}, 400, "empty_messages"),
         (
             {"model": "nobody", "messages": [{"role": "user", "content": "hi"}]},
             404,
@@ -494,3 +494,32 @@ async def test_page_and_assets_are_served_with_a_strict_policy(client_for: Clien
     assert 'id="search"' in page.text and "//" in page.text
     assert script.status_code == 200 and "getReader" in script.text
     assert style.status_code == 200
+
+
+async def test_an_empty_message_list_is_refused_in_plain_words(client_for: Client) -> None:
+    async with client_for() as client:
+        response = await client.post(
+            "/v1/chat/completions", json={"model": "scout", "messages": []}
+        )
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {
+            "message": "messages: must not be empty (send at least one message; the last one "
+            "must have role 'user')",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "empty_messages",
+        }
+    }
+
+
+async def test_the_favicon_is_served_within_the_page_policy(client_for: Client) -> None:
+    async with client_for(bot_api_token="secret-token-1") as client:
+        icon = await client.get("/favicon.ico")
+        linked = await client.get("/static/favicon.svg")
+        page = await client.get("/")
+    assert icon.status_code == 200 and linked.status_code == 200
+    assert icon.headers["content-type"].startswith("image/svg+xml")
+    assert icon.content == linked.content and icon.content.startswith(b"<svg")
+    assert "img-src 'self'" in page.headers["content-security-policy"]
+    assert 'rel="icon" href="/static/favicon.svg"' in page.text

@@ -208,7 +208,7 @@ def test_search_toggle_tool_progress_and_delete(desktop: Any, bot: Process) -> N
     asked = page.find(".msg.user").text
     cid = page.conversation_id()
 
-    page.find(f"#conversations [data-id='{cid}'] + .delete").click()
+    page.find(f"#conversations [data-id='{cid}'] ~ .delete").click()
     desktop.switch_to.alert.accept()
     page.wait.until(lambda d: not page.all(f"#conversations [data-id='{cid}']"))
 
@@ -302,6 +302,8 @@ def test_phone_width_keyboard_and_friendly_errors(phone: Any, bot: Process, shot
     page.wait.until(lambda d: page.find("#sidebar").is_displayed())
     assert page.active().get_attribute("id") == "new-chat"
     page.active().send_keys(Keys.TAB)
+    assert page.active().get_attribute("id") == "search-chats"
+    page.active().send_keys(Keys.TAB)
     assert "conversation" in (page.active().get_attribute("class") or "")
     page.screenshot(shots / "phone-sidebar.png")
     page.active().send_keys(Keys.ESCAPE)
@@ -317,10 +319,10 @@ def test_desktop_tab_order_reaches_the_sidebar(desktop: Any, bot: Process) -> No
     page.reload()  # the token is kept for the tab: focus starts at the top of the page
     page.wait.until(lambda d: page.all("#conversations .conversation"))
     order = []
-    for _ in range(3):
+    for _ in range(4):
         ActionChains(desktop).send_keys(Keys.TAB).perform()
         order.append(page.active().get_attribute("id") or page.active().get_attribute("class"))
-    assert order == ["skip", "new-chat", "conversation"]
+    assert order == ["skip", "new-chat", "search-chats", "conversation"]
     # Enter on the skip link lands in the message box.
     desktop.execute_script("document.querySelector('.skip').focus()")
     ActionChains(desktop).send_keys(Keys.ENTER).perform()

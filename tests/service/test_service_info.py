@@ -34,6 +34,7 @@ async def test_the_first_persona_with_web_search_is_the_default(client_for: Clie
         "offline": False,
         "default_persona": "mid",
         "examples": [],
+        "persona_examples": {},
     }
 
 

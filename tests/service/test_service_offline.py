@@ -14,6 +14,7 @@ from service_processes import PERSONAS, Process, base_env
 pytestmark = pytest.mark.e2e
 
 CAPITAL = "What is the capital of Canada?"
+HELPER_QUESTION = "What is 15% of 80?"
 
 
 def serve(tmp: Path, *args: str, **env: str) -> Process:
@@ -34,6 +35,9 @@ def test_without_a_key_serve_answers_from_the_embedded_mock(tmp_path: Path) -> N
         answer = client.chat.completions.create(
             model="scout", messages=[{"role": "user", "content": CAPITAL}]
         )
+        helped = client.chat.completions.create(
+            model="helper", messages=[{"role": "user", "content": HELPER_QUESTION}]
+        )
         with pytest.raises(openai.BadRequestError) as unrecorded:
             client.chat.completions.create(
                 model="scout", messages=[{"role": "user", "content": "Nothing recorded this."}]
@@ -41,14 +45,18 @@ def test_without_a_key_serve_answers_from_the_embedded_mock(tmp_path: Path) -> N
         ready = httpx.get(f"{bot.url}/readyz")
     log = bot.log.read_text()
     assert "offline: no OPENAI_API_KEY set; answering from the embedded mock" in log
-    assert set(info) == {"offline", "default_persona", "examples"}
+    assert set(info) == {"offline", "default_persona", "examples", "persona_examples"}
     assert info["offline"] is True
     # scout is the first persona (by name) with web search on; helper has it off.
     assert info["default_persona"] == "scout"
     assert CAPITAL in info["examples"]
     assert info["examples"][0].startswith("//")
+    # Every bundled persona has recorded questions of its own, and they are answered.
+    assert info["persona_examples"]["scout"] == info["examples"]
+    assert HELPER_QUESTION in info["persona_examples"]["helper"]
     assert "Ottawa" in (answer.choices[0].message.content or "")
-    assert unrecorded.value.code == "mock_no_match"
+    assert "12" in (helped.choices[0].message.content or "")
+    assert unrecorded.value.code == "offline_not_recorded"
     assert ready.status_code == 200
 
 
@@ -71,7 +79,12 @@ def test_with_a_key_serve_is_online(tmp_path: Path) -> None:
     # The key is never used: only /v1/bot is asked, which calls no model.
     with serve(tmp_path, OPENAI_API_KEY="a-real-looking-key") as bot:
         info = httpx.get(f"{bot.url}/v1/bot").json()
-    assert info == {"offline": False, "default_persona": "scout", "examples": []}
+    assert info == {
+        "offline": False,
+        "default_persona": "scout",
+        "examples": [],
+        "persona_examples": {},
+    }
     assert "offline:" not in bot.log.read_text()
 
 

@@ -223,6 +223,9 @@ async def test_an_unrecorded_question_offline_is_a_400_not_retried(
                 model="tutor", messages=[{"role": "user", "content": "Nothing recorded this."}]
             )
         report = mock.report()
-    assert refused.value.code == "mock_no_match"
-    assert "What is the capital of Canada?" in refused.value.message
+    # Plain words and a code of the service's own, not the mock's matching diagnosis.
+    assert refused.value.code == "offline_not_recorded"
+    assert "Offline mode only answers the questions recorded" in refused.value.message
+    assert "Closest fixture" not in refused.value.message
+    assert refused.value.response.headers["x-should-retry"] == "false"
     assert report["requests"] == 1

@@ -19,7 +19,7 @@ from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 V1 = Path(__file__).parent / "data" / "conversations-v1.sqlite3"
 ORIGINAL = {
-    "conversations": "SELECT * FROM conversations ORDER BY id",
+    "conversations": "SELECT id, turns, created_at, updated_at FROM conversations ORDER BY id",
     "turns": "SELECT conversation_id, turn, persona, created_at FROM turns ORDER BY 1, 2",
     "messages": "SELECT * FROM messages ORDER BY 1, 2, 3",
 }
@@ -44,7 +44,7 @@ async def test_a_version_1_file_is_migrated_in_place_losing_nothing(tmp_path: Pa
     store = SQLiteStore(path)
     try:
         history = await store.load("u42", 10)
-        assert version(path) == len(MIGRATIONS) == 3
+        assert version(path) == len(MIGRATIONS) == 4
         assert snapshot(path) == before
         assert history[0] == UserMessage(content="what's the weather in Nanaimo?")
         assert history[-1] == AssistantMessage(content="It is 4.")

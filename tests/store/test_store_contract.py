@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -167,7 +168,7 @@ async def test_ids_dump_restore_and_checksum(make_store: MakeStore, backend: str
 async def test_schema_version_is_the_latest(store: ConversationStore) -> None:
     await store.open()
     await store.open()  # a second open does nothing
-    assert await store.schema_version() == 3
+    assert await store.schema_version() == 4
 
 
 async def test_a_closed_store_is_not_reopened_silently(database_url: str, backend: str) -> None:
@@ -195,3 +196,44 @@ async def test_copying_between_backends_keeps_the_checksum(
         assert checksum(await other.dump("x") or dump) == checksum(dump)
     finally:
         await other.aclose()
+
+
+async def test_a_title_of_its_own_is_listed_dumped_and_restored(make_store: MakeStore) -> None:
+    store = make_store()
+    await store.append_turn("named", "scout", turn(1, text="the first input"))
+    assert await store.rename("named", "  Trip plans  ") is True
+    assert await store.rename("missing", "Anything") is False
+    (listed,) = await store.list_conversations()
+    assert listed.title == "Trip plans"
+    for bad in ("", "   ", "two\nlines", "x" * 201):
+        with pytest.raises(ValueError, match="title"):
+            await store.rename("named", bad)
+    dump = await store.dump("named")
+    assert dump is not None and dump.title == "Trip plans"
+    await store.delete("named")
+    await store.restore(dump)
+    assert (await store.list_conversations())[0].title == "Trip plans"
+    untitled = await store.dump("named")
+    assert untitled is not None
+    # The title is part of the checksum: a copy that lost it does not compare equal.
+    assert checksum(replace(untitled, title=None)) != checksum(untitled)
+
+
+async def test_delete_last_turn_removes_one_whole_turn(store: ConversationStore) -> None:
+    await store.append_turn("c", "scout", turn(1))
+    await store.append_turn("c", "scout", turn(2, with_tool=True))
+    assert await store.delete_last_turn("c") is True
+    turns = await store.turns("c")
+    assert turns is not None and [t.turn for t in turns] == [1]
+    stored = await store.get("c")
+    assert stored is not None and [m.message.role for m in stored] == ["user", "assistant"]
+    assert await store.load("c", 5) == turn(1)  # no orphan tool message, nothing of turn 2
+    assert await store.append_turn("c", "helper", turn(3)) == 2  # the number is used again
+    (listed,) = await store.list_conversations()
+    assert listed.turns == 2 and listed.persona == "helper"
+    # The only turn: the conversation goes with it.
+    await store.append_turn("single", "scout", turn(1))
+    assert await store.delete_last_turn("single") is True
+    assert await store.turns("single") is None
+    assert await store.delete_last_turn("single") is False
+    assert await store.delete_last_turn("never") is False

@@ -1,6 +1,7 @@
 // The chat page (docs/design/0606). It talks to /v1/conversations/{id}/messages with
 // stream:true, lists past conversations from /v1/conversations, restores one from
-// /v1/conversations/{id}, and learns the default persona and offline examples from /v1/bot.
+// /v1/conversations/{id}, and learns the default persona and each persona's offline examples
+// from /v1/bot. The open conversation is in the URL (#/c/<id>): reload, back and forward work.
 //
 // Safety: server text reaches the DOM either through textContent, or as markdown rendered by the
 // vendored marked (raw HTML in it escaped, so it shows as text) and then sanitised by the
@@ -13,6 +14,8 @@ const WEB_PREFIX = "//";
 const SEARCH_TOOLS = new Set(["web_search", "search_web"]);
 const PAGE_SIZE = 30;
 const MARKER = /\[(?:ref_)?(\d{1,3})\]/gi;
+const ROUTE = /^#\/c\/([A-Za-z0-9_-]{1,128})$/;
+const OFFER = 4; // recorded questions offered under an offline "not recorded" error
 
 const state = {
   token: sessionStorage.getItem("gf-token") || "",
@@ -21,15 +24,18 @@ const state = {
   turn: null, // the running turn: { controller, answer }
   olderCursor: null,
   answers: 0,
+  examples: {}, // persona -> its recorded questions (offline only)
+  editing: false, // the next message replaces the last turn
 };
 
 class AuthNeeded extends Error {}
 
 // A failure shown as one friendly line, with the server's words under "Details".
 class Problem extends Error {
-  constructor(summary, detail) {
+  constructor(summary, detail, code) {
     super(summary);
     this.detail = detail || "";
+    this.code = code || "";
   }
 }
 
@@ -70,7 +76,10 @@ function renderMarkdown(text) {
     p.textContent = text;
     return p;
   }
-  return window.DOMPurify.sanitize(markdown.parse(text), SANITIZE);
+  const fragment = window.DOMPurify.sanitize(markdown.parse(text), SANITIZE);
+  // A link whose address was refused (javascript:, data:...) reads as plain text, not a link.
+  for (const link of fragment.querySelectorAll("a:not([href])")) link.replaceWith(...link.childNodes);
+  return fragment;
 }
 
 // [n] (or a raw [ref_N]) becomes a link to source n when the answer has it; code is left alone.
@@ -143,6 +152,9 @@ const FRIENDLY_CODES = {
   model_not_found: "That persona is not served any more; pick another.",
   message_too_long: "That message is too long; shorten it.",
   empty_message: "The message is empty.",
+  empty_messages: "The message is empty.",
+  offline_not_recorded: "Offline mode only knows its recorded questions, and this is not one "
+    + "of them. Ask one of the recorded questions instead:",
   content_filter: "The model's content filter blocked this answer.",
   upstream_account_unusable: "The bot's model account cannot be used right now; tell its operator.",
   upstream_auth_failed: "The bot's model service refused its key; tell its operator.",
@@ -197,7 +209,8 @@ async function problemOf(response) {
     const body = await response.json();
     if (body && typeof body.error === "object") error = body.error;
   } catch (_) { /* not JSON */ }
-  return new Problem(friendlyLine(response.status, error), describe(response.status, error));
+  const code = error && error.code ? String(error.code) : "";
+  return new Problem(friendlyLine(response.status, error), describe(response.status, error), code);
 }
 
 async function getJson(path) {
@@ -227,8 +240,31 @@ function showProblem(where, problem) {
     details.append(summary, pre);
     box.append(details);
   }
+  if (problem.code === "offline_not_recorded") box.append(offeredExamples());
   where.append(box);
   return box;
+}
+
+// The chosen persona's recorded questions as buttons: a few, and a way to see them all.
+function offeredExamples() {
+  const list = document.createElement("ul");
+  list.className = "offer";
+  const examples = personaExamples();
+  list.append(...examples.slice(0, OFFER).map((text) => exampleItem(text)));
+  if (examples.length > OFFER || !examples.length) {
+    const item = document.createElement("li");
+    const all = document.createElement("button");
+    all.type = "button";
+    all.textContent = examples.length ? `All ${examples.length} recorded questions`
+      : "This persona has no recorded questions: pick another persona";
+    all.addEventListener("click", () => {
+      $("examples-menu").open = true;
+      $("examples-menu").querySelector("summary").focus();
+    });
+    item.append(all);
+    list.append(item);
+  }
+  return list;
 }
 
 function statusProblem(problem) {
@@ -265,6 +301,13 @@ function setBusy(busy) {
 
 function scrollToEnd(node) { node.scrollIntoView({ block: "end" }); }
 
+// The newest message in view: after a restore, that is the last answer, not the last question.
+// Scrolling the log itself (not scrollIntoView) leaves the keyboard's Tab order where it was.
+function scrollToNewest() {
+  const log = $("log");
+  log.scrollTop = log.scrollHeight;
+}
+
 function formatTime(iso) {
   const date = new Date(iso);
   if (Number.isNaN(date.getTime())) return "";
@@ -276,12 +319,12 @@ function formatTime(iso) {
 
 // ------------------------------------------------------------------ messages
 
-function addUser(text) {
+function addUser(text, scroll = true) {
   const div = document.createElement("div");
   div.className = "msg user";
   div.textContent = text;
   $("log").append(div);
-  scrollToEnd(div);
+  if (scroll) scrollToEnd(div);
   return div;
 }
 
@@ -301,7 +344,10 @@ class Answer {
     this.sources = document.createElement("ol");
     this.sources.className = "sources";
     this.sources.setAttribute("aria-label", "Sources");
-    this.div.append(this.progressLine, this.text, this.sources);
+    this.actions = document.createElement("div");
+    this.actions.className = "actions";
+    this.div.append(this.progressLine, this.text, this.sources, this.actions);
+    this.div.answer = this;
     $("log").append(this.div);
     this.progressLine.textContent = label || "";
   }
@@ -369,7 +415,14 @@ class Answer {
     // The stored reply is the truth: [n] markers, tool-round chatter gone.
     this.div.dataset.state = "done";
     this.progressLine.textContent = "";
-    this.show(String(reply.content || ""), reply.citations);
+    this.raw = String(reply.content || "");
+    this.show(this.raw, reply.citations);
+    this.actions.replaceChildren(actionButton("Copy", "Copy this answer", () => this.copy()));
+  }
+
+  async copy() {
+    const done = await copyText(this.raw);
+    setStatus(done ? "Answer copied." : "Could not copy; select the text instead.");
   }
 
   fail(problem) {
@@ -388,6 +441,33 @@ class Answer {
     note.className = "note";
     note.textContent = "Stopped. This turn was not kept.";
     this.div.append(note);
+  }
+}
+
+function actionButton(label, title, onClick) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "action";
+  button.textContent = label;
+  button.title = title;
+  button.addEventListener("click", onClick);
+  return button;
+}
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch (_) {
+    // No clipboard API (a plain-http origin): copy through a selected, off-screen text area.
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.className = "visually-hidden";
+    document.body.append(area);
+    area.select();
+    const done = document.execCommand("copy");
+    area.remove();
+    return done;
   }
 }
 
@@ -416,7 +496,10 @@ function handleFrame(raw, answer) {
   if (!chunk || typeof chunk !== "object") return;
   if (chunk.error) {
     const error = typeof chunk.error === "object" ? chunk.error : { message: String(chunk.error) };
-    answer.fail(new Problem("The answer broke off. " + friendlyLine(0, error), describe(0, error)));
+    const code = error.code ? String(error.code) : "";
+    const line = code === "offline_not_recorded" ? friendlyLine(0, error)
+      : "The answer broke off. " + friendlyLine(0, error);
+    answer.fail(new Problem(line, describe(0, error), code));
     return;
   }
   if (chunk.progress && typeof chunk.progress === "object") answer.progress(chunk.progress);
@@ -456,6 +539,8 @@ async function send(text) {
   const persona = $("persona").value;
   if (!persona) { setStatus("Pick a persona first."); return; }
   if (!state.conversation) remember(newConversationId());
+  $("examples-menu").open = false;
+  clearLastActions();
   const { web, content } = composed(text);
   const userDiv = addUser(content);
   const answer = new Answer(web ? "Searching the web…" : "Thinking…");
@@ -483,13 +568,84 @@ async function send(text) {
     if (state.turn && state.turn.controller === controller) state.turn = null;
     setBusy(false);
   }
-  if (answer.div.dataset.state === "done") loadConversations();
+  if (answer.div.dataset.state === "done") loadConversations().catch((e) => handle(e));
+  markLast();
+  scrollToNewest(); // the whole answer, its error or its buttons in view
 }
 
 async function submit(text) {
   if (state.turn) return;
   setStatus("");
+  if (state.editing) {
+    try {
+      await dropLastTurn();
+    } catch (error) {
+      handle(error);
+      return;
+    }
+  }
   await send(text);
+}
+
+// ------------------------------------------------------------------ regenerate and edit
+
+// The stored last turn is removed whole (question, tool rounds, answer), then asked again.
+async function dropLastTurn() {
+  endEditing();
+  const path = `/v1/conversations/${encodeURIComponent(state.conversation)}/turns/last`;
+  const response = await api(path, { method: "DELETE" });
+  if (!response.ok && response.status !== 404) throw await problemOf(response);
+  clearLastActions();
+  const answer = Array.from($("log").querySelectorAll(".msg.assistant")).pop();
+  const question = Array.from($("log").querySelectorAll(".msg.user")).pop();
+  if (answer) answer.remove();
+  if (question) question.remove();
+}
+
+function lastPair() {
+  const answer = Array.from($("log").querySelectorAll(".msg.assistant")).pop();
+  const question = Array.from($("log").querySelectorAll(".msg.user")).pop();
+  return answer && question && answer.dataset.state === "done" ? { answer, question } : null;
+}
+
+function clearLastActions() {
+  for (const node of $("log").querySelectorAll(".last-only")) node.remove();
+}
+
+// Regenerate on the last answer, Edit on the last question: only when that turn was stored.
+function markLast() {
+  clearLastActions();
+  const pair = lastPair();
+  if (!pair) return;
+  const again = actionButton("Regenerate", "Ask the last question again", () => regenerate());
+  again.classList.add("last-only");
+  pair.answer.answer.actions.append(again);
+  const edit = actionButton("Edit", "Edit and resend the last question", () => startEditing());
+  edit.classList.add("last-only", "edit");
+  pair.question.after(edit);
+}
+
+async function regenerate() {
+  const pair = lastPair();
+  if (!pair || state.turn) return;
+  state.editing = true;
+  $("search").checked = false;
+  await submit(pair.question.textContent);
+}
+
+function startEditing() {
+  const pair = lastPair();
+  if (!pair || state.turn) return;
+  state.editing = true;
+  $("search").checked = false;
+  $("input").value = pair.question.textContent;
+  $("editing").hidden = false;
+  $("input").focus();
+}
+
+function endEditing() {
+  state.editing = false;
+  $("editing").hidden = true;
 }
 
 function stopTurn() {
@@ -506,17 +662,38 @@ function newConversationId() {
   return "web-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function remember(id) {
+// The open conversation: kept for the tab, and in the URL (#/c/<id>), a history entry each.
+function remember(id, how = "push") {
   state.conversation = id;
   sessionStorage.setItem("gf-conversation", id);
+  const hash = "#/c/" + id;
+  if (location.hash !== hash) {
+    if (how === "push") history.pushState(null, "", hash);
+    else history.replaceState(null, "", hash);
+  }
   markCurrent();
+}
+
+function routedConversation() {
+  const match = ROUTE.exec(location.hash);
+  return match ? match[1] : "";
+}
+
+// Back, forward, or an edited address: open the conversation the URL names.
+function followRoute() {
+  const id = routedConversation();
+  if (!id || id === state.conversation) return;
+  openConversation(id, "none").catch((e) => handle(e));
 }
 
 function startConversation(focus = true) {
   stopTurn();
+  endEditing();
   remember(newConversationId());
   $("log").replaceChildren();
   selectPersona(state.defaultPersona);
+  renderExamples();
+  $("examples-menu").open = true;
   closeSidebar();
   if (focus) $("input").focus();
 }
@@ -526,9 +703,14 @@ function selectPersona(name) {
   if (name && Array.from(select.options).some((o) => o.value === name)) select.value = name;
 }
 
-async function openConversation(id) {
+async function openConversation(id, how = "push") {
   stopTurn();
-  remember(id);
+  endEditing();
+  if (how === "none") {
+    state.conversation = id;
+    sessionStorage.setItem("gf-conversation", id);
+    markCurrent();
+  } else remember(id, how);
   closeSidebar();
   await restoreConversation();
   $("input").focus();
@@ -547,11 +729,15 @@ async function restoreConversation() {
   if (!response.ok) throw await problemOf(response);
   const body = await response.json();
   selectPersona(body.persona);
+  renderExamples();
   for (const turn of body.turns || []) {
-    addUser(turnQuestion(turn, body.messages || []));
+    addUser(turnQuestion(turn, body.messages || []), false);
     const answer = new Answer("");
     answer.finish({ content: turn.answer || "", citations: turn.citations || [] });
   }
+  $("examples-menu").open = false;
+  markLast();
+  scrollToNewest();
 }
 
 function conversationItem(conversation) {
@@ -576,8 +762,76 @@ function conversationItem(conversation) {
   remove.title = "Delete this conversation";
   remove.setAttribute("aria-label", `Delete “${title.textContent}”`);
   remove.addEventListener("click", () => deleteConversation(conversation.id).catch((e) => handle(e)));
-  item.append(open, remove);
+  const rename = document.createElement("button");
+  rename.type = "button";
+  rename.className = "rename";
+  rename.textContent = "✎";
+  rename.title = "Rename this conversation";
+  rename.setAttribute("aria-label", `Rename “${title.textContent}”`);
+  rename.addEventListener("click", () => {
+    renameConversation(conversation.id, title.textContent).catch((e) => handle(e));
+  });
+  item.append(open, rename, remove);
   return item;
+}
+
+async function renameConversation(id, current) {
+  const title = window.prompt("A new name for this conversation:", current);
+  if (title === null || !title.trim()) return;
+  const response = await api(`/v1/conversations/${encodeURIComponent(id)}`, {
+    method: "PATCH",
+    body: JSON.stringify({ title: title.trim() }),
+  });
+  if (!response.ok) throw await problemOf(response);
+  await loadConversations();
+}
+
+// The search box filters the listed conversations by title (and persona), as one types.
+function filterConversations() {
+  const words = $("search-chats").value.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  let shown = 0;
+  for (const item of $("conversations").children) {
+    const text = item.querySelector(".conversation").textContent.toLowerCase();
+    item.hidden = !words.every((word) => text.includes(word));
+    if (!item.hidden) shown += 1;
+  }
+  $("no-match").hidden = !words.length || shown > 0;
+}
+
+// ------------------------------------------------------------------ export
+
+async function exportConversation(format) {
+  $("export-menu").open = false;
+  const body = await getJson(`/v1/conversations/${encodeURIComponent(state.conversation)}`)
+    .catch((error) => {
+      if (error instanceof Problem && error.detail.startsWith("HTTP 404")) return null;
+      throw error;
+    });
+  if (!body) { setStatus("Nothing to export yet: ask something first."); return; }
+  const listed = document.querySelector(`#conversations [data-id="${CSS.escape(body.id)}"] .title`);
+  const title = listed ? listed.textContent : body.id;
+  const text = format === "json" ? JSON.stringify(body, null, 2) + "\n" : asMarkdown(body, title);
+  const type = format === "json" ? "application/json" : "text/markdown";
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([text], { type: type + ";charset=utf-8" }));
+  link.download = `${state.conversation}.${format === "json" ? "json" : "md"}`;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+}
+
+function asMarkdown(body, title) {
+  const lines = [`# ${title}`, ""];
+  for (const turn of body.turns || []) {
+    lines.push(`## You (${turn.persona || body.persona})`, "", turnQuestion(turn, body.messages || []), "");
+    lines.push("## Answer", "", String(turn.answer || ""), "");
+    for (const citation of turn.citations || []) {
+      lines.push(`${citation.number}. [${citation.title || citation.url}](${citation.url})`);
+    }
+    if ((turn.citations || []).length) lines.push("");
+  }
+  return lines.join("\n");
 }
 
 function markCurrent() {
@@ -599,6 +853,7 @@ async function loadConversations(older = false) {
   $("more-conversations").hidden = !state.olderCursor;
   $("no-conversations").hidden = list.children.length > 0;
   markCurrent();
+  filterConversations();
 }
 
 async function deleteConversation(id) {
@@ -641,35 +896,88 @@ async function loadBotInfo() {
   const info = await getJson("/v1/bot");
   state.defaultPersona = typeof info.default_persona === "string" ? info.default_persona : "";
   selectPersona(state.defaultPersona);
-  const examples = Array.isArray(info.examples) ? info.examples : [];
+  const byPersona = info.persona_examples && typeof info.persona_examples === "object"
+    ? info.persona_examples : {};
+  state.examples = {};
+  for (const [name, list] of Object.entries(byPersona)) {
+    if (Array.isArray(list)) state.examples[name] = list.map(String);
+  }
   $("offline").hidden = !info.offline;
-  $("examples").replaceChildren(...examples.map((example) => {
-    const item = document.createElement("li");
-    const button = document.createElement("button");
-    button.type = "button";
-    button.className = "example";
-    button.textContent = String(example);
-    button.addEventListener("click", () => {
-      if (state.turn) return;
-      $("search").checked = false;
-      selectPersona(state.defaultPersona);
-      submit(String(example));
-    });
-    item.append(button);
-    return item;
-  }));
+  $("examples-menu").open = Boolean(info.offline) && !$("log").children.length;
+  renderExamples();
+}
+
+function personaExamples() {
+  return state.examples[$("persona").value] || [];
+}
+
+function exampleItem(text) {
+  const item = document.createElement("li");
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "example";
+  button.textContent = text;
+  button.addEventListener("click", () => {
+    if (state.turn) return;
+    endEditing(); // an example is a new question, never a replacement of the last one
+    $("search").checked = false; // the question is sent exactly as it was recorded
+    submit(text);
+  });
+  item.append(button);
+  return item;
+}
+
+// The recorded questions of the chosen persona: switching persona switches the list, and an
+// example is asked with the persona that is chosen, never another.
+function renderExamples() {
+  const persona = $("persona").value;
+  const examples = personaExamples();
+  const others = Object.keys(state.examples).filter((name) => name !== persona
+    && state.examples[name].length);
+  $("examples-persona").textContent = examples.length
+    ? `Questions ${persona} has answers for:`
+    : `${persona || "This persona"} has no recorded answers; pick ${others.join(" or ") || "another persona"}.`;
+  $("examples").replaceChildren(...examples.map((text) => exampleItem(text)));
 }
 
 async function start() {
   try {
     await loadPersonas();
     await loadBotInfo();
-    if (state.conversation) await restoreConversation();
-    else remember(newConversationId());
+    const routed = routedConversation();
+    if (routed) state.conversation = routed;
+    if (state.conversation) {
+      remember(state.conversation, "replace");
+      await restoreConversation();
+    } else remember(newConversationId(), "replace");
     await loadConversations();
   } catch (error) {
     handle(error, start);
   }
+}
+
+// Enter sends (not while an IME composes); Escape stops a turn, else leaves an edit.
+function onInputKey(event) {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    $("chat-form").requestSubmit();
+  } else if (event.key === "Escape" && state.turn) {
+    stopTurn();
+  } else if (event.key === "Escape" && state.editing) {
+    endEditing();
+    $("input").value = "";
+  }
+}
+
+// Persona examples, search, export, the edit note, and the URL's conversation.
+function wireConversationTools() {
+  $("persona").addEventListener("change", renderExamples);
+  $("search-chats").addEventListener("input", filterConversations);
+  $("export-md").addEventListener("click", () => exportConversation("md").catch((e) => handle(e)));
+  $("export-json").addEventListener("click", () => exportConversation("json").catch((e) => handle(e)));
+  $("cancel-edit").addEventListener("click", () => { endEditing(); $("input").value = ""; });
+  window.addEventListener("popstate", followRoute);
+  window.addEventListener("hashchange", followRoute);
 }
 
 function init() {
@@ -681,16 +989,10 @@ function init() {
     $("input").value = "";
     submit(text);
   });
-  $("input").addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      $("chat-form").requestSubmit();
-    } else if (event.key === "Escape" && state.turn) {
-      stopTurn();
-    }
-  });
+  $("input").addEventListener("keydown", onInputKey);
   $("stop").addEventListener("click", () => { stopTurn(); $("input").focus(); });
   $("new-chat").addEventListener("click", () => startConversation());
+  wireConversationTools();
   $("menu").addEventListener("click", toggleSidebar);
   $("more-conversations").addEventListener("click", () => loadConversations(true).catch((e) => handle(e)));
   $("log").addEventListener("click", (event) => {
