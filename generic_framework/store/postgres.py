@@ -1,15 +1,15 @@
 """The PostgreSQL conversation store: whole turns, shared by every replica (``DATABASE_URL``).
 
-- **A bounded pool.** psycopg 3's ``AsyncConnectionPool`` with at most ``DATABASE_POOL_SIZE``
-  connections; every connection is checked when handed out, so connections broken by a server
-  restart are replaced instead of failing a request.
-- **Turns serialised across replicas.** :meth:`PostgresStore.lock` takes a connection, starts a
-  transaction and takes ``pg_advisory_xact_lock`` on the conversation's key; the turn loads
-  its history and appends its messages on that connection, and the commit that makes the turn
-  durable releases the lock. A second replica answering the same conversation waits on the
-  lock and then sees the first one's turn. A crashed replica's connection closes, which ends
-  its transaction and releases its lock: the database does it, no timer of ours
-  (docs/design/0314).
+- **Turns hold no transaction while the model works.** :meth:`PostgresStore.lock` takes a
+  session-level advisory lock on the store's one dedicated connection (:mod:`~.postgres_locks`,
+  docs/design/0314); the turn reads its history there (one autocommit statement) and writes
+  itself there (one transaction, pipelined with the unlock). A second replica answering the
+  same conversation retries its lock and then sees the first one's turn. A crashed replica's
+  session ends and the server releases its locks: no timer of ours.
+- **A bounded pool** for everything else (lists, reads, ``delete``, ``db copy``): psycopg 3's
+  ``AsyncConnectionPool`` with at most ``DATABASE_POOL_SIZE`` connections, each checked when
+  handed out, so connections broken by a server restart are replaced instead of failing a
+  request. Running turns take no pooled connection.
 - **Turn numbers** come from the conversation's counter, raised in the same transaction
   (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``): contiguous, never duplicated.
 - **Migrations** at first use, once across replicas (:mod:`~.postgres_schema`).
@@ -47,12 +47,11 @@ from generic_framework.store.base import (
 )
 from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
-from generic_framework.store.postgres_schema import MIGRATIONS, advisory_key, migrate
-from generic_framework.store.postgres_slots import PostgresSlots
+from generic_framework.store.postgres_locks import UNLOCK, Hold, PostgresLocks, conversation_key
+from generic_framework.store.postgres_schema import MIGRATIONS, migrate
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
-from generic_framework.wire.slots import UpstreamSlots
 
 __all__ = ["POOL_TIMEOUT", "PostgresStore"]
 
@@ -60,7 +59,7 @@ logger = logging.getLogger("generic_framework.store")
 
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 POOL_TIMEOUT = 30.0
-"""Seconds a request waits for a pooled connection (each running turn holds one)."""
+"""Seconds a request waits for a pooled connection."""
 _TIMES = ("started_at",)
 _JSON = ("sources", "round_ms")
 
@@ -132,9 +131,9 @@ _LOAD = (
 
 
 async def _lock(conn: Any, conversation_id: str) -> None:
-    await conn.execute(
-        "SELECT pg_advisory_xact_lock(%s)", (advisory_key("conversation", conversation_id),)
-    )
+    """The conversation's lock for the transaction of a pooled connection (``delete``,
+    ``restore``): it waits for a turn holding the conversation on any replica."""
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (conversation_key(conversation_id),))
 
 
 async def _load(conn: Any, conversation_id: str, turns: int) -> list[Message]:
@@ -165,6 +164,33 @@ async def _write_turn(
         )
 
 
+async def _queue_turn(
+    conn: Any,
+    conversation_id: str,
+    persona: str,
+    messages: Sequence[Message],
+    record: TurnRecord | None,
+) -> Any:
+    """Queue a turn's statements in the connection's pipeline (inside a transaction): the
+    counter's update, the turn's row and its messages. Returns the counter's cursor."""
+    check_conversation_id(conversation_id)
+    if not messages:
+        raise ValueError("a turn has at least one message")
+    now = datetime.now(UTC)
+    key = conversation_id
+    cursor = await conn.execute(_NEXT_TURN, (conversation_id, now, now))
+    await conn.execute(_INSERT_NEW_TURN, [key, key, persona, now, *_record_params(record)])
+    async with conn.cursor() as rows:
+        await rows.executemany(
+            _INSERT_NEW_MESSAGE,
+            [
+                (key, key, seq, m.role, m.model_dump_json(exclude_none=True))
+                for seq, m in enumerate(messages)
+            ],
+        )
+    return cursor
+
+
 async def _append(
     conn: Any,
     conversation_id: str,
@@ -172,58 +198,63 @@ async def _append(
     messages: Sequence[Message],
     record: TurnRecord | None,
 ) -> int:
-    """Insert a turn inside the connection's open transaction and commit it.
+    """Insert a turn inside the pooled connection's open transaction and commit it.
 
     The counter's update, the turn's row, its messages and the commit go in one pipeline:
     one round trip to the server instead of four (docs/TRIED.md).
     """
-    check_conversation_id(conversation_id)
-    if not messages:
-        raise ValueError("a turn has at least one message")
-    now = datetime.now(UTC)
-    key = conversation_id
     async with conn.pipeline():
-        cursor = await conn.execute(_NEXT_TURN, (conversation_id, now, now))
-        await conn.execute(_INSERT_NEW_TURN, [key, key, persona, now, *_record_params(record)])
-        async with conn.cursor() as rows:
-            await rows.executemany(
-                _INSERT_NEW_MESSAGE,
-                [
-                    (key, key, seq, m.role, m.model_dump_json(exclude_none=True))
-                    for seq, m in enumerate(messages)
-                ],
-            )
+        cursor = await _queue_turn(conn, conversation_id, persona, messages, record)
         await conn.commit()
     (turn,) = await cursor.fetchone()
     return int(turn)
 
 
-class _Held:
-    """A conversation locked by :meth:`PostgresStore.lock` on one pooled connection."""
+async def _append_and_release(
+    conn: Any,
+    hold: Hold,
+    conversation_id: str,
+    persona: str,
+    messages: Sequence[Message],
+    record: TurnRecord | None,
+) -> int:
+    """On the session holding the conversation (autocommit): the turn in one transaction
+    and the unlock after its commit, all in one pipeline (one round trip)."""
+    async with conn.pipeline():
+        async with conn.transaction():
+            cursor = await _queue_turn(conn, conversation_id, persona, messages, record)
+        await conn.execute(UNLOCK, (hold.key,))
+    hold.released = True
+    (turn,) = await cursor.fetchone()
+    return int(turn)
 
-    def __init__(self, conn: Any, conversation_id: str, where: str) -> None:
-        self._conn = conn
+
+class _Held:
+    """A conversation held by :meth:`PostgresStore.lock`: its statements run on the session
+    that holds the lock (:mod:`~.postgres_locks`)."""
+
+    def __init__(self, locks: PostgresLocks, hold: Hold, conversation_id: str) -> None:
+        self._locks = locks
+        self._hold = hold
         self._id = conversation_id
-        self._where = where
-        self._done = False
 
     async def load(self, turns: int) -> list[Message]:
         self._check()
-        with translated(self._where):
-            return await _load(self._conn, self._id, turns)
+        if turns <= 0:
+            return []
+        return await self._locks.run(self._hold, lambda conn: _load(conn, self._id, turns))
 
     async def append_turn(
         self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
     ) -> int:
         self._check()
-        with translated(self._where):
-            # Its commit makes the turn durable and releases the conversation's lock.
-            turn = await _append(self._conn, self._id, persona, messages, record)
-        self._done = True
-        return turn
+        return await self._locks.run(
+            self._hold,
+            lambda conn: _append_and_release(conn, self._hold, self._id, persona, messages, record),
+        )
 
     def _check(self) -> None:
-        if self._done:
+        if self._hold.released:
             raise RuntimeError("the turn was already stored; take the lock again")
 
 
@@ -246,6 +277,7 @@ class PostgresStore:
         self._pool: Any = None
         self._opening = asyncio.Lock()
         self._closed = False
+        self._locks = PostgresLocks(url, where=self.where, ready=self.open)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r}, pool_size={self.pool_size})"
@@ -307,16 +339,11 @@ class PostgresStore:
 
     @asynccontextmanager
     async def lock(self, conversation_id: str) -> AsyncIterator[HeldConversation]:
-        """Hold the conversation across every replica until the turn is stored or fails."""
+        """Hold the conversation across every replica until the turn is stored or fails,
+        with no transaction open and no pooled connection taken meanwhile."""
         check_conversation_id(conversation_id)
-        async with self._connection() as conn:
-            with translated(self.where):
-                await _lock(conn, conversation_id)
-            yield _Held(conn, conversation_id, self.where)
-
-    def upstream_slots(self, *, budget: str, limit: int, wait: float) -> UpstreamSlots:
-        """One budget for every replica on this database (session-level advisory locks)."""
-        return PostgresSlots(self._url, budget=budget, limit=limit, wait=wait, ready=self.open)
+        async with self._locks.hold(conversation_id) as hold:
+            yield _Held(self._locks, hold, conversation_id)
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
@@ -419,7 +446,9 @@ class PostgresStore:
         return len(MIGRATIONS)
 
     async def aclose(self) -> None:
-        """Close the pool (waiting for connections in use to come back); once."""
+        """Close the turns' connection and the pool (waiting for connections in use to come
+        back); once."""
+        await self._locks.aclose()
         async with self._opening:
             self._closed = True
             pool, self._pool = self._pool, None
