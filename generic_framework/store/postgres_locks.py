@@ -100,8 +100,15 @@ class PostgresLocks:
 
     async def _take(self, key: int) -> Hold:
         wait = FIRST_WAIT
+        reconnected = False
         while True:
-            held = await self._attempt(key)
+            try:
+                held = await self._attempt(key)
+            except StoreUnavailableError:
+                if reconnected or self._conn is not None:
+                    raise
+                reconnected = True  # the connection had broken: once more on a new one
+                continue
             if held is not None:
                 return held
             await asyncio.sleep(wait * random.uniform(0.5, 1.0))  # noqa: S311 - spreading
@@ -143,7 +150,12 @@ class PostgresLocks:
         async with self._io:
             if held.released or held.generation != self._generation or self._conn is None:
                 raise self._lost()
-            return await self._on_connection(operation)
+            try:
+                return await self._on_connection(operation)
+            except StoreUnavailableError as exc:
+                if self._conn is None:  # dropped: the lock went with it
+                    raise self._lost() from exc
+                raise
 
     async def release(self, held: Hold) -> None:
         """Give the lock back (nothing when it went with its connection); once."""
