@@ -159,7 +159,11 @@ class Resources:
         if conversation_id is None:
             yield None
             return
-        async with self.locks.hold(conversation_id), self.store.lock(conversation_id) as held:
+        history = self.settings.history_turns  # what the turn loads, read with the lock
+        async with (
+            self.locks.hold(conversation_id),
+            self.store.lock(conversation_id, history=history) as held,
+        ):
             yield held
 
     async def open(self) -> Self:

@@ -269,10 +269,13 @@ class TurnStore(Protocol):
         """Connect and apply pending migrations (once; other methods call it on first use)."""
         ...
 
-    def lock(self, conversation_id: str) -> AbstractAsyncContextManager[HeldConversation]:
+    def lock(
+        self, conversation_id: str, *, history: int = 0
+    ) -> AbstractAsyncContextManager[HeldConversation]:
         """Hold the conversation for one turn: load, answer, append, with no other turn of
         that conversation in between (across processes where the backend can). Holding it
-        keeps no transaction open while the model works."""
+        keeps no transaction open while the model works. ``history``: the turns the holder
+        will :meth:`~HeldConversation.load`, which a backend may read with the lock."""
         ...
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:

@@ -108,21 +108,19 @@ _INSERT_TURN = (
 _INSERT_MESSAGE = (
     "INSERT INTO messages (conversation_id, turn, seq, role, body) VALUES (%s, %s, %s, %s, %s)"
 )
-# A new turn's rows name their turn by the conversation's counter, which the statement before
-# them in the same transaction just raised: all of them go to the server in one round trip.
-_NEW_TURN = "(SELECT turns FROM conversations WHERE id = %s)"
-_INSERT_NEW_TURN = (
-    f"INSERT INTO turns (conversation_id, turn, persona, created_at, {_COLUMNS})"  # noqa: S608
-    f" VALUES (%s, {_NEW_TURN}, %s, %s, {_MARKS})"
-)
-_INSERT_NEW_MESSAGE = (
-    "INSERT INTO messages (conversation_id, turn, seq, role, body)"  # noqa: S608
-    f" VALUES (%s, {_NEW_TURN}, %s, %s, %s)"
-)
-_NEXT_TURN = (
-    "INSERT INTO conversations (id, turns, created_at, updated_at) VALUES (%s, 1, %s, %s)"
-    " ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
-    " updated_at = EXCLUDED.updated_at RETURNING turns"
+# A new turn in one statement: the counter raised (a new conversation's row made), the turn's
+# row and its messages (unnested from two arrays), all naming the turn by the counter's
+# RETURNING. One statement instead of three plus one per message (docs/TRIED.md).
+_WRITE_TURN = (
+    "WITH c AS (INSERT INTO conversations (id, turns, created_at, updated_at)"  # noqa: S608
+    " VALUES (%s, 1, %s, %s) ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
+    " updated_at = EXCLUDED.updated_at RETURNING turns),"
+    f" t AS (INSERT INTO turns (conversation_id, turn, persona, created_at, {_COLUMNS})"
+    f" VALUES (%s, (SELECT turns FROM c), %s, %s, {_MARKS})),"
+    " m AS (INSERT INTO messages (conversation_id, turn, seq, role, body)"
+    " SELECT %s, (SELECT turns FROM c), x.n - 1, x.role, x.body"
+    " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS x(role, body, n))"
+    " SELECT turns FROM c"
 )
 _LOAD = (
     "SELECT body FROM messages WHERE conversation_id = %s AND turn >"
@@ -140,7 +138,11 @@ async def _load(conn: Any, conversation_id: str, turns: int) -> list[Message]:
     if turns <= 0:
         return []
     cursor = await conn.execute(_LOAD, (conversation_id, conversation_id, turns))
-    return [_MESSAGE.validate_json(body) for (body,) in await cursor.fetchall()]
+    return _messages(await cursor.fetchall())
+
+
+def _messages(rows: Sequence[tuple[Any, ...]]) -> list[Message]:
+    return [_MESSAGE.validate_json(body) for (body,) in rows]
 
 
 async def _write_turn(
@@ -171,24 +173,17 @@ async def _queue_turn(
     messages: Sequence[Message],
     record: TurnRecord | None,
 ) -> Any:
-    """Queue a turn's statements in the connection's pipeline (inside a transaction): the
-    counter's update, the turn's row and its messages. Returns the counter's cursor."""
+    """Queue a turn's statement in the connection's pipeline (inside a transaction): the
+    counter's update, the turn's row and its messages. Returns its cursor (the number)."""
     check_conversation_id(conversation_id)
     if not messages:
         raise ValueError("a turn has at least one message")
     now = datetime.now(UTC)
     key = conversation_id
-    cursor = await conn.execute(_NEXT_TURN, (conversation_id, now, now))
-    await conn.execute(_INSERT_NEW_TURN, [key, key, persona, now, *_record_params(record)])
-    async with conn.cursor() as rows:
-        await rows.executemany(
-            _INSERT_NEW_MESSAGE,
-            [
-                (key, key, seq, m.role, m.model_dump_json(exclude_none=True))
-                for seq, m in enumerate(messages)
-            ],
-        )
-    return cursor
+    roles = [m.role for m in messages]
+    bodies = [m.model_dump_json(exclude_none=True) for m in messages]
+    params = [key, now, now, key, persona, now, *_record_params(record), key, roles, bodies]
+    return await conn.execute(_WRITE_TURN, params)
 
 
 async def _append(
@@ -233,15 +228,21 @@ class _Held:
     """A conversation held by :meth:`PostgresStore.lock`: its statements run on the session
     that holds the lock (:mod:`~.postgres_locks`)."""
 
-    def __init__(self, locks: PostgresLocks, hold: Hold, conversation_id: str) -> None:
+    def __init__(
+        self, locks: PostgresLocks, hold: Hold, conversation_id: str, history: int
+    ) -> None:
         self._locks = locks
         self._hold = hold
         self._id = conversation_id
+        self._history = history  # the turns read with the lock (Hold.rows)
 
     async def load(self, turns: int) -> list[Message]:
         self._check()
         if turns <= 0:
             return []
+        rows, self._hold.rows = self._hold.rows, None
+        if rows is not None and turns == self._history:
+            return _messages(rows)
         return await self._locks.run(self._hold, lambda conn: _load(conn, self._id, turns))
 
     async def append_turn(
@@ -338,12 +339,16 @@ class PostgresStore:
     # ------------------------------------------------------------------ the interface
 
     @asynccontextmanager
-    async def lock(self, conversation_id: str) -> AsyncIterator[HeldConversation]:
+    async def lock(
+        self, conversation_id: str, *, history: int = 0
+    ) -> AsyncIterator[HeldConversation]:
         """Hold the conversation across every replica until the turn is stored or fails,
-        with no transaction open and no pooled connection taken meanwhile."""
+        with no transaction open and no pooled connection taken meanwhile; the last
+        ``history`` turns are read in the same round trip as the lock."""
         check_conversation_id(conversation_id)
-        async with self._locks.hold(conversation_id) as hold:
-            yield _Held(self._locks, hold, conversation_id)
+        read = (_LOAD, (conversation_id, conversation_id, history)) if history > 0 else None
+        async with self._locks.hold(conversation_id, read) as hold:
+            yield _Held(self._locks, hold, conversation_id, history)
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""

@@ -38,7 +38,7 @@ from generic_framework.store.postgres_errors import RETRY_AFTER, translated, una
 from generic_framework.store.postgres_schema import advisory_key
 from generic_framework.wire.errors import StoreUnavailableError
 
-__all__ = ["FIRST_WAIT", "MOST_WAIT", "Hold", "PostgresLocks", "conversation_key"]
+__all__ = ["FIRST_WAIT", "MOST_WAIT", "Hold", "PostgresLocks", "Read", "conversation_key"]
 
 _T = TypeVar("_T")
 
@@ -56,15 +56,21 @@ def conversation_key(conversation_id: str) -> int:
     return advisory_key("conversation", conversation_id)
 
 
+Read = tuple[str, tuple[Any, ...]]
+"""A statement and its parameters, sent with the lock's try (see :meth:`PostgresLocks.hold`)."""
+
+
 class Hold:
-    """One conversation's lock, taken on one generation of the dedicated connection."""
+    """One conversation's lock, taken on one generation of the dedicated connection; ``rows``
+    is what the read sent with the lock returned (``None`` when none was sent)."""
 
-    __slots__ = ("generation", "key", "released")
+    __slots__ = ("generation", "key", "released", "rows")
 
-    def __init__(self, key: int, generation: int) -> None:
+    def __init__(self, key: int, generation: int, rows: list[Any] | None = None) -> None:
         self.key = key
         self.generation = generation
         self.released = False
+        self.rows = rows
 
 
 class PostgresLocks:
@@ -87,23 +93,28 @@ class PostgresLocks:
         self._closed = False
 
     @asynccontextmanager
-    async def hold(self, conversation_id: str) -> AsyncIterator[Hold]:
+    async def hold(self, conversation_id: str, read: Read | None = None) -> AsyncIterator[Hold]:
         """Hold the conversation: this process's turns of it in arrival order, then the
-        advisory lock (waiting while another replica holds it); released at the end."""
+        advisory lock (waiting while another replica holds it); released at the end.
+
+        ``read`` is sent in the same round trip as the try that gets the lock, as a statement
+        of its own after it: its snapshot is taken once the lock is held (one statement doing
+        both would read from a snapshot taken before), and its rows are :attr:`Hold.rows`.
+        """
         key = conversation_key(conversation_id)
         async with self._local.hold(conversation_id):
-            held = await self._take(key)
+            held = await self._take(key, read)
             try:
                 yield held
             finally:
                 await self.release(held)
 
-    async def _take(self, key: int) -> Hold:
+    async def _take(self, key: int, read: Read | None) -> Hold:
         wait = FIRST_WAIT
         reconnected = False
         while True:
             try:
-                held = await self._attempt(key)
+                held = await self._attempt(key, read)
             except StoreUnavailableError:
                 if reconnected or self._conn is not None:
                     raise
@@ -114,25 +125,30 @@ class PostgresLocks:
             await asyncio.sleep(wait * random.uniform(0.5, 1.0))  # noqa: S311 - spreading
             wait = min(wait * 2, MOST_WAIT)
 
-    async def _attempt(self, key: int) -> Hold | None:
+    async def _attempt(self, key: int, read: Read | None) -> Hold | None:
         """One try. Shielded: a lock taken by a statement whose caller was cancelled
         meanwhile is given back, never left on the connection."""
-        task = asyncio.ensure_future(self._try(key))
+        task = asyncio.ensure_future(self._try(key, read))
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             task.add_done_callback(self._orphan)
             raise
 
-    async def _try(self, key: int) -> Hold | None:
-        async def attempt(conn: Any) -> bool:
-            cursor = await conn.execute(_TRY, (key,))
+    async def _try(self, key: int, read: Read | None) -> Hold | None:
+        async def attempt(conn: Any) -> Hold | None:
+            if read is None:
+                cursor = await conn.execute(_TRY, (key,))
+                (got,) = await cursor.fetchone()
+                return Hold(key, self._generation) if got else None
+            async with conn.pipeline():
+                cursor = await conn.execute(_TRY, (key,))
+                rows = await conn.execute(*read)
             (got,) = await cursor.fetchone()
-            return bool(got)
+            return Hold(key, self._generation, await rows.fetchall()) if got else None
 
         async with self._io:
-            got = await self._on_connection(attempt)
-            return Hold(key, self._generation) if got else None
+            return await self._on_connection(attempt)
 
     def _orphan(self, task: asyncio.Future[Hold | None]) -> None:
         if task.cancelled() or task.exception() is not None:

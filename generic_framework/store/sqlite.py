@@ -116,9 +116,12 @@ class SQLiteStore:
         await self._offload.run(self._run, lambda db: None)
 
     @asynccontextmanager
-    async def lock(self, conversation_id: str) -> AsyncIterator[HeldConversation]:
+    async def lock(
+        self, conversation_id: str, *, history: int = 0
+    ) -> AsyncIterator[HeldConversation]:
         """The conversation for one turn. Nothing is locked here: within a process the
-        Runtime's locks serialise turns; across processes SQLite cannot (see the module)."""
+        Runtime's locks serialise turns; across processes SQLite cannot (see the module).
+        ``history`` changes nothing: the history is read when the turn loads it."""
         yield _Held(self, check_conversation_id(conversation_id))
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:

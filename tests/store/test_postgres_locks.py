@@ -78,7 +78,7 @@ async def test_two_replicas_never_overlap_and_each_turn_sees_the_last(url: str) 
 
     async def one(n: int) -> None:
         await asyncio.sleep(0.02 * n)
-        async with replicas[n % 2].lock("c") as held:
+        async with replicas[n % 2].lock("c", history=100) as held:
             inside.append(n)
             assert len(inside) == 1, f"turns {inside} overlap"
             seen[f"t{n}"] = len(await held.load(100)) // 2
