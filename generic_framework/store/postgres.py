@@ -166,15 +166,15 @@ async def _write_turn(
         )
 
 
-async def _queue_turn(
+async def _send_turn(
     conn: Any,
     conversation_id: str,
     persona: str,
     messages: Sequence[Message],
     record: TurnRecord | None,
 ) -> Any:
-    """Queue a turn's statement in the connection's pipeline (inside a transaction): the
-    counter's update, the turn's row and its messages. Returns its cursor (the number)."""
+    """Send a turn's one statement (the counter's update, the turn's row, its messages);
+    return its cursor, whose row is the turn's number."""
     check_conversation_id(conversation_id)
     if not messages:
         raise ValueError("a turn has at least one message")
@@ -199,7 +199,7 @@ async def _append(
     one round trip to the server instead of four (docs/TRIED.md).
     """
     async with conn.pipeline():
-        cursor = await _queue_turn(conn, conversation_id, persona, messages, record)
+        cursor = await _send_turn(conn, conversation_id, persona, messages, record)
         await conn.commit()
     (turn,) = await cursor.fetchone()
     return int(turn)
@@ -213,14 +213,15 @@ async def _append_and_release(
     messages: Sequence[Message],
     record: TurnRecord | None,
 ) -> int:
-    """On the session holding the conversation (autocommit): the turn in one transaction
-    and the unlock after its commit, all in one pipeline (one round trip)."""
-    async with conn.pipeline():
-        async with conn.transaction():
-            cursor = await _queue_turn(conn, conversation_id, persona, messages, record)
-        await conn.execute(UNLOCK, (hold.key,))
-    hold.released = True
+    """On the session holding the conversation (autocommit): the turn in one statement, which
+    commits on its own, then the unlock. Not one pipeline: without a Sync between them the
+    two would share one implicit transaction and the unlock would come before the commit; an
+    explicit transaction in a pipeline cost more client CPU than the second round trip
+    (docs/TRIED.md)."""
+    cursor = await _send_turn(conn, conversation_id, persona, messages, record)
     (turn,) = await cursor.fetchone()
+    await conn.execute(UNLOCK, (hold.key,))
+    hold.released = True
     return int(turn)
 
 
