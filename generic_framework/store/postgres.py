@@ -2,16 +2,16 @@
 
 - **Turns hold no transaction while the model works.** :meth:`PostgresStore.lock` takes a
   session-level advisory lock on the store's one dedicated connection (:mod:`~.postgres_locks`,
-  docs/design/0314); the turn reads its history there (one autocommit statement) and writes
-  itself there (one transaction, pipelined with the unlock). A second replica answering the
-  same conversation retries its lock and then sees the first one's turn. A crashed replica's
-  session ends and the server releases its locks: no timer of ours.
+  docs/design/0314); the turn reads its history there (sent with the lock's try) and writes
+  itself there (one statement, committed on its own, then the unlock). A second replica
+  answering the same conversation retries its lock and then sees the first one's turn. A
+  crashed replica's session ends and the server releases its locks: no timer of ours.
 - **A bounded pool** for everything else (lists, reads, ``delete``, ``db copy``): psycopg 3's
   ``AsyncConnectionPool`` with at most ``DATABASE_POOL_SIZE`` connections, each checked when
   handed out, so connections broken by a server restart are replaced instead of failing a
   request. Running turns take no pooled connection.
-- **Turn numbers** come from the conversation's counter, raised in the same transaction
-  (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``): contiguous, never duplicated.
+- **Turn numbers** come from the conversation's counter, raised by the statement that writes
+  the turn (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``): contiguous, never duplicated.
 - **Migrations** at first use, once across replicas (:mod:`~.postgres_schema`).
 - **Errors.** A server that cannot be reached or drops the connection becomes
   :class:`~generic_framework.wire.errors.StoreUnavailableError` (retryable, with a

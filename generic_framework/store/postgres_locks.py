@@ -9,9 +9,9 @@ Each :class:`~generic_framework.store.postgres.PostgresStore` keeps one dedicate
   turn tries again after a short backoff (:data:`FIRST_WAIT`, doubling up to :data:`MOST_WAIT`):
   a blocking ``pg_advisory_lock`` would stall every other turn sharing the connection;
 - **the turn's statements** run on that same connection, the session holding the lock: the
-  history is one autocommit read; the turn is one transaction sent in one pipeline together
-  with the unlock (``BEGIN``, the counter, the rows, ``COMMIT``, ``pg_advisory_unlock``). The
-  model works with no transaction open and no pooled connection taken;
+  history is one autocommit read, sent with the lock's try in one round trip; the turn is one
+  statement (it commits on its own), then ``pg_advisory_unlock``. The model works with no
+  transaction open and no pooled connection taken;
 - **a crashed replica**'s session ends and the server releases its locks: the next try of a
   waiting replica gets the conversation;
 - **a lost connection** (server restart, network) takes this replica's locks with it. Every
@@ -20,8 +20,9 @@ Each :class:`~generic_framework.store.postgres.PostgresStore` keeps one dedicate
   when it next loads or stores, so it never writes without holding the lock. The next hold
   connects again.
 
-Statements on the connection are serialised by one ``asyncio.Lock``; each is short (a lock try,
-a read, a pipelined write), so turns of one replica queue for microseconds, not for turns.
+Statements on the connection are serialised by one ``asyncio.Lock``; each is short (a lock try
+with its read, a write, an unlock), so turns of one replica queue for milliseconds at most,
+never for a turn.
 """
 
 from __future__ import annotations
