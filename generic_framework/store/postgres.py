@@ -23,7 +23,6 @@ psycopg is an optional dependency: ``pip install 'generic-framework[postgres]'``
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -48,6 +47,7 @@ from generic_framework.store.base import (
 from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
 from generic_framework.store.postgres_locks import UNLOCK, Hold, PostgresLocks, conversation_key
+from generic_framework.store.postgres_rows import as_time, iso, record_from, record_params
 from generic_framework.store.postgres_schema import MIGRATIONS, migrate
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS
 from generic_framework.wire.errors import ConfigError
@@ -60,43 +60,6 @@ logger = logging.getLogger("generic_framework.store")
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 POOL_TIMEOUT = 30.0
 """Seconds a request waits for a pooled connection."""
-_TIMES = ("started_at",)
-_JSON = ("sources", "round_ms")
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="milliseconds")
-
-
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
-def _record_params(record: TurnRecord | None) -> list[Any]:
-    if record is None:
-        return [None] * len(RECORD_COLUMNS)
-    data = record.to_json()
-    values: list[Any] = []
-    for column in RECORD_COLUMNS:
-        value = data[column]
-        if column in _JSON:
-            value = json.dumps(value, ensure_ascii=False)
-        elif column in _TIMES:
-            value = _time(value) if value else None
-        elif column == "input":
-            value = value.replace("\x00", "\ufffd")  # a text column cannot hold NUL
-        values.append(value)
-    return values
-
-
-def _record_from(values: Sequence[Any]) -> TurnRecord | None:
-    data = dict(zip(RECORD_COLUMNS, values, strict=True))
-    if data["input"] is None:
-        return None
-    for name in _JSON:
-        data[name] = json.loads(data[name] or "[]")
-    data["started_at"] = _iso(data["started_at"]) if data["started_at"] else ""
-    return TurnRecord.from_json(data)
 
 
 _COLUMNS = ", ".join(RECORD_COLUMNS)
@@ -154,7 +117,7 @@ async def _write_turn(
     record: TurnRecord | None,
     messages: Sequence[Message],
 ) -> None:
-    params = [conversation_id, turn, persona, created_at, *_record_params(record)]
+    params = [conversation_id, turn, persona, created_at, *record_params(record)]
     await conn.execute(_INSERT_TURN, params)
     async with conn.cursor() as cursor:
         await cursor.executemany(
@@ -182,7 +145,7 @@ async def _send_turn(
     key = conversation_id
     roles = [m.role for m in messages]
     bodies = [m.model_dump_json(exclude_none=True) for m in messages]
-    params = [key, now, now, key, persona, now, *_record_params(record), key, roles, bodies]
+    params = [key, now, now, key, persona, now, *record_params(record), key, roles, bodies]
     return await conn.execute(_WRITE_TURN, params)
 
 
@@ -433,10 +396,10 @@ class PostgresStore:
             await conn.execute(
                 "INSERT INTO conversations (id, turns, created_at, updated_at)"
                 " VALUES (%s, %s, %s, %s)",
-                (dump.id, last, _time(dump.created_at), _time(dump.updated_at)),
+                (dump.id, last, as_time(dump.created_at), as_time(dump.updated_at)),
             )
             for t in dump.turns:
-                created = _time(t.created_at)
+                created = as_time(t.created_at)
                 await _write_turn(conn, dump.id, t.turn, t.persona, created, t.record, t.messages)
 
     async def schema_version(self) -> int:
@@ -477,8 +440,8 @@ async def _list(
                 id=cid,
                 persona=persona or "",
                 title=title_of(text),
-                created_at=_iso(created),
-                updated_at=_iso(updated),
+                created_at=iso(created),
+                updated_at=iso(updated),
                 turns=turns,
                 # Microseconds: the next page must start exactly after this row.
                 cursor=cursor_of(updated, cid),
@@ -518,9 +481,7 @@ async def _dump(conn: Any, conversation_id: str) -> ConversationDump | None:
     for turn, body in await cursor.fetchall():
         bodies.setdefault(turn, []).append(_MESSAGE.validate_json(body))
     turns = tuple(
-        StoredTurn(
-            row[0], row[1], _iso(row[2]), _record_from(row[3:]), tuple(bodies.get(row[0], ()))
-        )
+        StoredTurn(row[0], row[1], iso(row[2]), record_from(row[3:]), tuple(bodies.get(row[0], ())))
         for row in rows
     )
-    return ConversationDump(conversation_id, _iso(head[0]), _iso(head[1]), turns)
+    return ConversationDump(conversation_id, iso(head[0]), iso(head[1]), turns)

@@ -34,7 +34,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
-from generic_framework.core.locks import ConversationLocks
 from generic_framework.store.postgres_errors import RETRY_AFTER, translated, unavailable
 from generic_framework.store.postgres_schema import advisory_key
 from generic_framework.wire.errors import StoreUnavailableError
@@ -59,6 +58,26 @@ def conversation_key(conversation_id: str) -> int:
 
 Read = tuple[str, tuple[Any, ...]]
 """A statement and its parameters, sent with the lock's try (see :meth:`PostgresLocks.hold`)."""
+
+
+class _Queue:
+    """One FIFO ``asyncio.Lock`` per key, dropped when nobody holds or waits for it (the
+    store may not import the core's ``ConversationLocks``: a lower layer)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, list[None]]] = {}
+
+    @asynccontextmanager
+    async def hold(self, name: str) -> AsyncIterator[None]:
+        lock, users = self._locks.setdefault(name, (asyncio.Lock(), []))
+        users.append(None)
+        try:
+            async with lock:
+                yield
+        finally:
+            users.pop()
+            if not users:
+                del self._locks[name]
 
 
 class Hold:
@@ -87,7 +106,7 @@ class PostgresLocks:
         self._url = url
         self.where = where
         self._ready = ready
-        self._local = ConversationLocks()
+        self._local = _Queue()
         self._conn: Any = None
         self._generation = 0
         self._io = asyncio.Lock()
