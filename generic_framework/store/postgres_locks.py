@@ -49,6 +49,7 @@ MOST_WAIT = 0.2
 
 _TRY = "SELECT pg_try_advisory_lock(%s)"
 UNLOCK = "SELECT pg_advisory_unlock(%s)"
+_READ_COMMITTED = "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
 
 
 def conversation_key(conversation_id: str) -> int:
@@ -244,9 +245,17 @@ class PostgresLocks:
 
             await self._ready()
             try:
-                self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+                conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
             except psycopg.OperationalError as exc:
                 raise unavailable(exc, self.where) from exc
+            try:
+                # The read sent with a lock's try shares its implicit transaction: it must take
+                # its own snapshot (after the lock), whatever the database's default level.
+                await conn.execute(_READ_COMMITTED)
+            except psycopg.Error as exc:
+                await conn.close()
+                raise unavailable(exc, self.where) from exc
+            self._conn = conn
             self._generation += 1
         return self._conn
 
