@@ -10,9 +10,12 @@ a turn needs its tools; closing closes what was opened, once (stopping every std
 and leaves borrowed objects open.
 
 The store is the one ``DATABASE_URL`` names (SQLite in ``DATA_DIR`` when unset, PostgreSQL
-otherwise), and it provides the two things replicas must share: the conversation's lock for a
-turn (:meth:`Resources.conversation`: this process's FIFO lock first, then the store's) and the
-upstream budget the client takes its slots from (:meth:`ConversationStore.upstream_slots`).
+otherwise); it holds the conversation for a turn (:meth:`Resources.conversation`: this process's
+FIFO lock first, then the store's, across replicas on PostgreSQL). The upstream budget the client
+takes its slots from is picked from the same setting without opening the store
+(:meth:`Resources.upstream_slots`): this process's own slots, or on PostgreSQL slots shared by
+every replica on their own connection (docs/design/0315). A turn without a conversation
+therefore imports no database module.
 """
 
 from __future__ import annotations
@@ -30,13 +33,15 @@ import httpx
 from generic_framework.config import Settings
 from generic_framework.core.locks import ConversationLocks
 from generic_framework.mcp_tools.sessions import MCPSessions
-from generic_framework.store import open_store
+from generic_framework.store import is_postgres_url, open_store
 from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
-from generic_framework.wire.slots import UpstreamSlots
+from generic_framework.wire.slots import LocalSlots, UpstreamSlots
 
 if TYPE_CHECKING:
+    # The store package (sqlite3 and its message adapter, about 3 ms) is imported when a
+    # conversation first needs it, not by every program that imports the Persona (0704).
     from generic_framework.store.base import ConversationStore, HeldConversation
 
 __all__ = ["Resources", "budget_id"]
@@ -120,14 +125,24 @@ class Resources:
         return self._store
 
     def _slots(self) -> UpstreamSlots:
-        """The upstream budget, from the store (shared by replicas on PostgreSQL); closed
-        after the client and before the store."""
-        s = self.settings
-        slots = self.store.upstream_slots(
-            budget=budget_id(s), limit=s.llm_max_concurrency, wait=s.llm_queue_timeout
-        )
+        """A new upstream budget for the owned client, closed after it."""
+        slots = self.upstream_slots()
         self._opened.append(slots)
         return slots
+
+    def upstream_slots(self) -> UpstreamSlots:
+        """The upstream budget the configuration names: shared by every replica through
+        PostgreSQL's advisory locks when ``DATABASE_URL`` names PostgreSQL (on a connection of
+        its own, opened at the first call), this process's :class:`LocalSlots` otherwise."""
+        s = self.settings
+        url = s.database_url.get_secret_value() if s.database_url is not None else None
+        if is_postgres_url(url):
+            from generic_framework.store.postgres_slots import PostgresSlots
+
+            return PostgresSlots(
+                str(url), budget=budget_id(s), limit=s.llm_max_concurrency, wait=s.llm_queue_timeout
+            )
+        return LocalSlots(s.llm_max_concurrency, s.llm_queue_timeout)
 
     @asynccontextmanager
     async def conversation(
@@ -142,7 +157,11 @@ class Resources:
         if conversation_id is None:
             yield None
             return
-        async with self.locks.hold(conversation_id), self.store.lock(conversation_id) as held:
+        history = self.settings.history_turns  # what the turn loads, read with the lock
+        async with (
+            self.locks.hold(conversation_id),
+            self.store.lock(conversation_id, history=history) as held,
+        ):
             yield held
 
     async def open(self) -> Self:

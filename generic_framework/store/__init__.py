@@ -1,11 +1,12 @@
-"""Conversation stores: one async interface, :class:`ConversationStore`, and its backends.
+"""Conversation stores: two async interfaces and their backends.
 
-A store keeps whole turns: :meth:`~ConversationStore.append_turn` writes a turn's messages (user
-message, assistant tool calls, tool answers, final answer) and its record atomically after the
-turn completed, so a stored history never ends in an unanswered tool call.
-:meth:`~ConversationStore.lock` holds a conversation for one turn (across processes where the
-backend can), and :meth:`~ConversationStore.upstream_slots` gives the upstream budget the
-backend can share.
+:class:`TurnStore` is what a turn needs: :meth:`~TurnStore.lock` holds a conversation for one
+turn (across processes where the backend can, without a transaction open while the model
+works), and :meth:`~HeldConversation.append_turn` writes a turn's messages (user message,
+assistant tool calls, tool answers, final answer) and its record atomically after the turn
+completed, so a stored history never ends in an unanswered tool call. :class:`StoreAdmin` is
+the rest (list, read, delete, copy, schema); :class:`ConversationStore` is both. The upstream
+budget is not the store's: the Runtime picks it from the configuration (docs/design/0315).
 
 Backends: :class:`~generic_framework.store.sqlite.SQLiteStore` (one file, the embedded default)
 and :class:`~generic_framework.store.postgres.PostgresStore` (``DATABASE_URL``, shared by
@@ -15,6 +16,7 @@ replicas). :func:`open_store` picks one.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from generic_framework.store.base import (
     ConversationDump,
@@ -22,13 +24,17 @@ from generic_framework.store.base import (
     ConversationSummary,
     HeldConversation,
     SourceRecord,
+    StoreAdmin,
     StoredMessage,
     StoredTurn,
     TurnRecord,
+    TurnStore,
     check_conversation_id,
     checksum,
 )
-from generic_framework.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from generic_framework.store.sqlite import SQLiteStore
 
 __all__ = [
     "ConversationDump",
@@ -37,13 +43,28 @@ __all__ = [
     "HeldConversation",
     "SQLiteStore",
     "SourceRecord",
+    "StoreAdmin",
     "StoredMessage",
     "StoredTurn",
     "TurnRecord",
+    "TurnStore",
     "check_conversation_id",
     "checksum",
+    "is_postgres_url",
     "open_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The SQLite backend (sqlite3 and its module, about 4 ms) is imported on first use: the
+    # core's turn records come from .base, and a Persona without a conversation needs no
+    # backend at all (docs/design/0704).
+    if name == "SQLiteStore":
+        from generic_framework.store.sqlite import SQLiteStore
+
+        globals()[name] = SQLiteStore
+        return SQLiteStore
+    raise AttributeError(f"module 'generic_framework.store' has no attribute {name!r}")
 
 
 def open_store(
@@ -61,16 +82,24 @@ def open_store(
     Raises:
         ValueError: the URL's scheme is neither.
     """
+    if is_postgres_url(url):
+        from generic_framework.store.postgres import PostgresStore
+
+        return PostgresStore(str(url), pool_size=pool_size)
+    from generic_framework.store.sqlite import SQLiteStore
+
     if not url:
         return SQLiteStore(Path(sqlite_path))
     scheme, found, rest = url.partition("://")
     if not found:
         return SQLiteStore(Path(url))
-    if scheme.lower() in {"postgresql", "postgres"}:
-        # psycopg is an optional dependency (the postgres extra): imported for its URL only.
-        from generic_framework.store.postgres import PostgresStore
-
-        return PostgresStore(url, pool_size=pool_size)
     if scheme.lower() == "sqlite" and rest.startswith("/") and len(rest) > 1:
         return SQLiteStore(Path(rest[1:]))
     raise ValueError("a database URL is postgresql://..., sqlite:///PATH or a file path")
+
+
+def is_postgres_url(url: str | None) -> bool:
+    """True when the database URL names PostgreSQL (``postgresql://`` or ``postgres://``);
+    nothing is imported or connected to tell."""
+    scheme, found, _ = (url or "").partition("://")
+    return bool(found) and scheme.lower() in {"postgresql", "postgres"}

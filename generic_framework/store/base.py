@@ -1,4 +1,5 @@
-"""The store interface: :class:`ConversationStore` and the records it keeps and hands out.
+"""The store interfaces: :class:`TurnStore` (what a turn needs), :class:`StoreAdmin`
+(administration), :class:`ConversationStore` (both), and the records they keep and hand out.
 
 Two backends implement it (SQLite, PostgreSQL) and pass one contract test suite
 (``tests/store/test_store_contract.py``). A store keeps whole turns: each turn's messages and
@@ -19,7 +20,6 @@ from typing import Any, Protocol
 
 from generic_framework.limits import check_conversation_id
 from generic_framework.wire.messages import Message
-from generic_framework.wire.slots import UpstreamSlots
 
 __all__ = [
     "CURSOR_PATTERN",
@@ -30,9 +30,11 @@ __all__ = [
     "ConversationSummary",
     "HeldConversation",
     "SourceRecord",
+    "StoreAdmin",
     "StoredMessage",
     "StoredTurn",
     "TurnRecord",
+    "TurnStore",
     "check_conversation_id",
     "check_limit",
     "checksum",
@@ -180,7 +182,7 @@ def checksum(dump: ConversationDump) -> str:
 TITLE_CHARS = 80
 """A listed conversation's title: at most this many characters of its first input, then ``…``."""
 LIST_LIMIT_MAX = 100
-"""The most conversations one :meth:`ConversationStore.list_conversations` call returns."""
+"""The most conversations one :meth:`StoreAdmin.list_conversations` call returns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +261,7 @@ def split_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 def check_limit(limit: int) -> int:
-    """``limit`` if it is a valid :meth:`ConversationStore.list_conversations` limit.
+    """``limit`` if it is a valid :meth:`StoreAdmin.list_conversations` limit.
 
     Raises:
         ValueError: not between 1 and :data:`LIST_LIMIT_MAX`.
@@ -270,29 +272,34 @@ def check_limit(limit: int) -> int:
 
 
 class HeldConversation(Protocol):
-    """A conversation whose lock is held (see :meth:`ConversationStore.lock`)."""
+    """A conversation held for one turn (see :meth:`TurnStore.lock`)."""
 
     async def load(self, turns: int) -> list[Message]:
-        """The messages of the last ``turns`` turns, oldest first."""
+        """The messages of the last ``turns`` turns, oldest first: one short read."""
         ...
 
     async def append_turn(
         self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
     ) -> int:
-        """Store one whole turn and make it durable; return its number."""
+        """Store one whole turn in one short transaction and make it durable; return its
+        number."""
         ...
 
 
-class ConversationStore(Protocol):
-    """What the persona layer, the service and ``generic-framework db`` need from a store."""
+class TurnStore(Protocol):
+    """What a turn needs: hold its conversation, load the history, append the turn."""
 
     async def open(self) -> None:
         """Connect and apply pending migrations (once; other methods call it on first use)."""
         ...
 
-    def lock(self, conversation_id: str) -> AbstractAsyncContextManager[HeldConversation]:
+    def lock(
+        self, conversation_id: str, *, history: int = 0
+    ) -> AbstractAsyncContextManager[HeldConversation]:
         """Hold the conversation for one turn: load, answer, append, with no other turn of
-        that conversation in between (across processes where the backend can)."""
+        that conversation in between (across processes where the backend can). Holding it
+        keeps no transaction open while the model works. ``history``: the turns the holder
+        will :meth:`~HeldConversation.load`, which a backend may read with the lock."""
         ...
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:
@@ -307,6 +314,19 @@ class ConversationStore(Protocol):
         record: TurnRecord | None = None,
     ) -> int:
         """Store one whole turn atomically; return its number (1 for the first)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the store's connections."""
+        ...
+
+
+class StoreAdmin(Protocol):
+    """Administration: reading, listing, deleting and copying conversations, the schema
+    (``generic-framework db``, usage, the service's conversation endpoints)."""
+
+    async def open(self) -> None:
+        """Connect and apply pending migrations (once; other methods call it on first use)."""
         ...
 
     async def get(self, conversation_id: str) -> list[StoredMessage] | None:
@@ -371,11 +391,10 @@ class ConversationStore(Protocol):
         """How many migrations this database has applied."""
         ...
 
-    def upstream_slots(self, *, budget: str, limit: int, wait: float) -> UpstreamSlots:
-        """The upstream budget this backend can share: across every process using the same
-        database where it can (PostgreSQL), else this process's own."""
-        ...
-
     async def aclose(self) -> None:
         """Release the store's connections."""
         ...
+
+
+class ConversationStore(TurnStore, StoreAdmin, Protocol):
+    """Both sides: what each backend (SQLite, PostgreSQL) implements and the Runtime owns."""

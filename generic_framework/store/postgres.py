@@ -1,17 +1,17 @@
 """The PostgreSQL conversation store: whole turns, shared by every replica (``DATABASE_URL``).
 
-- **A bounded pool.** psycopg 3's ``AsyncConnectionPool`` with at most ``DATABASE_POOL_SIZE``
-  connections; every connection is checked when handed out, so connections broken by a server
-  restart are replaced instead of failing a request.
-- **Turns serialised across replicas.** :meth:`PostgresStore.lock` takes a connection, starts a
-  transaction and takes ``pg_advisory_xact_lock`` on the conversation's key; the turn loads
-  its history and appends its messages on that connection, and the commit that makes the turn
-  durable releases the lock. A second replica answering the same conversation waits on the
-  lock and then sees the first one's turn. A crashed replica's connection closes, which ends
-  its transaction and releases its lock: the database does it, no timer of ours
-  (docs/design/0314).
-- **Turn numbers** come from the conversation's counter, raised in the same transaction
-  (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``): contiguous, never duplicated.
+- **Turns hold no transaction while the model works.** :meth:`PostgresStore.lock` takes a
+  session-level advisory lock on the store's one dedicated connection (:mod:`~.postgres_locks`,
+  docs/design/0314); the turn reads its history there (sent with the lock's try) and writes
+  itself there (one statement, committed on its own, then the unlock). A second replica
+  answering the same conversation retries its lock and then sees the first one's turn. A
+  crashed replica's session ends and the server releases its locks: no timer of ours.
+- **A bounded pool** for everything else (lists, reads, ``delete``, ``db copy``): psycopg 3's
+  ``AsyncConnectionPool`` with at most ``DATABASE_POOL_SIZE`` connections, each checked when
+  handed out, so connections broken by a server restart are replaced instead of failing a
+  request. Running turns take no pooled connection.
+- **Turn numbers** come from the conversation's counter, raised by the statement that writes
+  the turn (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``): contiguous, never duplicated.
 - **Migrations** at first use, once across replicas (:mod:`~.postgres_schema`).
 - **Errors.** A server that cannot be reached or drops the connection becomes
   :class:`~generic_framework.wire.errors.StoreUnavailableError` (retryable, with a
@@ -23,7 +23,6 @@ psycopg is an optional dependency: ``pip install 'generic-framework[postgres]'``
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -48,12 +47,12 @@ from generic_framework.store.base import (
 )
 from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
-from generic_framework.store.postgres_schema import MIGRATIONS, advisory_key, migrate
-from generic_framework.store.postgres_slots import PostgresSlots
+from generic_framework.store.postgres_locks import UNLOCK, Hold, PostgresLocks, conversation_key
+from generic_framework.store.postgres_rows import as_time, iso, record_from, record_params
+from generic_framework.store.postgres_schema import MIGRATIONS, migrate
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
-from generic_framework.wire.slots import UpstreamSlots
 
 __all__ = ["POOL_TIMEOUT", "PostgresStore"]
 
@@ -61,44 +60,7 @@ logger = logging.getLogger("generic_framework.store")
 
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 POOL_TIMEOUT = 30.0
-"""Seconds a request waits for a pooled connection (each running turn holds one)."""
-_TIMES = ("started_at",)
-_JSON = ("sources", "round_ms")
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="milliseconds")
-
-
-def _time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
-
-
-def _record_params(record: TurnRecord | None) -> list[Any]:
-    if record is None:
-        return [None] * len(RECORD_COLUMNS)
-    data = record.to_json()
-    values: list[Any] = []
-    for column in RECORD_COLUMNS:
-        value = data[column]
-        if column in _JSON:
-            value = json.dumps(value, ensure_ascii=False)
-        elif column in _TIMES:
-            value = _time(value) if value else None
-        elif column == "input":
-            value = value.replace("\x00", "\ufffd")  # a text column cannot hold NUL
-        values.append(value)
-    return values
-
-
-def _record_from(values: Sequence[Any]) -> TurnRecord | None:
-    data = dict(zip(RECORD_COLUMNS, values, strict=True))
-    if data["input"] is None:
-        return None
-    for name in _JSON:
-        data[name] = json.loads(data[name] or "[]")
-    data["started_at"] = _iso(data["started_at"]) if data["started_at"] else ""
-    return TurnRecord.from_json(data)
+"""Seconds a request waits for a pooled connection."""
 
 
 _COLUMNS = ", ".join(RECORD_COLUMNS)
@@ -110,21 +72,19 @@ _INSERT_TURN = (
 _INSERT_MESSAGE = (
     "INSERT INTO messages (conversation_id, turn, seq, role, body) VALUES (%s, %s, %s, %s, %s)"
 )
-# A new turn's rows name their turn by the conversation's counter, which the statement before
-# them in the same transaction just raised: all of them go to the server in one round trip.
-_NEW_TURN = "(SELECT turns FROM conversations WHERE id = %s)"
-_INSERT_NEW_TURN = (
-    f"INSERT INTO turns (conversation_id, turn, persona, created_at, {_COLUMNS})"  # noqa: S608
-    f" VALUES (%s, {_NEW_TURN}, %s, %s, {_MARKS})"
-)
-_INSERT_NEW_MESSAGE = (
-    "INSERT INTO messages (conversation_id, turn, seq, role, body)"  # noqa: S608
-    f" VALUES (%s, {_NEW_TURN}, %s, %s, %s)"
-)
-_NEXT_TURN = (
-    "INSERT INTO conversations (id, turns, created_at, updated_at) VALUES (%s, 1, %s, %s)"
-    " ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
-    " updated_at = EXCLUDED.updated_at RETURNING turns"
+# A new turn in one statement: the counter raised (a new conversation's row made), the turn's
+# row and its messages (unnested from two arrays), all naming the turn by the counter's
+# RETURNING. One statement instead of three plus one per message (docs/TRIED.md).
+_WRITE_TURN = (
+    "WITH c AS (INSERT INTO conversations (id, turns, created_at, updated_at)"  # noqa: S608
+    " VALUES (%s, 1, %s, %s) ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
+    " updated_at = EXCLUDED.updated_at RETURNING turns),"
+    f" t AS (INSERT INTO turns (conversation_id, turn, persona, created_at, {_COLUMNS})"
+    f" VALUES (%s, (SELECT turns FROM c), %s, %s, {_MARKS})),"
+    " m AS (INSERT INTO messages (conversation_id, turn, seq, role, body)"
+    " SELECT %s, (SELECT turns FROM c), x.n - 1, x.role, x.body"
+    " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS x(role, body, n))"
+    " SELECT turns FROM c"
 )
 _LOAD = (
     "SELECT body FROM messages WHERE conversation_id = %s AND turn >"
@@ -133,16 +93,20 @@ _LOAD = (
 
 
 async def _lock(conn: Any, conversation_id: str) -> None:
-    await conn.execute(
-        "SELECT pg_advisory_xact_lock(%s)", (advisory_key("conversation", conversation_id),)
-    )
+    """The conversation's lock for the transaction of a pooled connection (``delete``,
+    ``restore``): it waits for a turn holding the conversation on any replica."""
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (conversation_key(conversation_id),))
 
 
 async def _load(conn: Any, conversation_id: str, turns: int) -> list[Message]:
     if turns <= 0:
         return []
     cursor = await conn.execute(_LOAD, (conversation_id, conversation_id, turns))
-    return [_MESSAGE.validate_json(body) for (body,) in await cursor.fetchall()]
+    return _messages(await cursor.fetchall())
+
+
+def _messages(rows: Sequence[tuple[Any, ...]]) -> list[Message]:
+    return [_MESSAGE.validate_json(body) for (body,) in rows]
 
 
 async def _write_turn(
@@ -154,7 +118,7 @@ async def _write_turn(
     record: TurnRecord | None,
     messages: Sequence[Message],
 ) -> None:
-    params = [conversation_id, turn, persona, created_at, *_record_params(record)]
+    params = [conversation_id, turn, persona, created_at, *record_params(record)]
     await conn.execute(_INSERT_TURN, params)
     async with conn.cursor() as cursor:
         await cursor.executemany(
@@ -166,6 +130,26 @@ async def _write_turn(
         )
 
 
+async def _send_turn(
+    conn: Any,
+    conversation_id: str,
+    persona: str,
+    messages: Sequence[Message],
+    record: TurnRecord | None,
+) -> Any:
+    """Send a turn's one statement (the counter's update, the turn's row, its messages);
+    return its cursor, whose row is the turn's number."""
+    check_conversation_id(conversation_id)
+    if not messages:
+        raise ValueError("a turn has at least one message")
+    now = datetime.now(UTC)
+    key = conversation_id
+    roles = [m.role for m in messages]
+    bodies = [m.model_dump_json(exclude_none=True) for m in messages]
+    params = [key, now, now, key, persona, now, *record_params(record), key, roles, bodies]
+    return await conn.execute(_WRITE_TURN, params)
+
+
 async def _append(
     conn: Any,
     conversation_id: str,
@@ -173,58 +157,70 @@ async def _append(
     messages: Sequence[Message],
     record: TurnRecord | None,
 ) -> int:
-    """Insert a turn inside the connection's open transaction and commit it.
+    """Insert a turn inside the pooled connection's open transaction and commit it.
 
     The counter's update, the turn's row, its messages and the commit go in one pipeline:
     one round trip to the server instead of four (docs/TRIED.md).
     """
-    check_conversation_id(conversation_id)
-    if not messages:
-        raise ValueError("a turn has at least one message")
-    now = datetime.now(UTC)
-    key = conversation_id
     async with conn.pipeline():
-        cursor = await conn.execute(_NEXT_TURN, (conversation_id, now, now))
-        await conn.execute(_INSERT_NEW_TURN, [key, key, persona, now, *_record_params(record)])
-        async with conn.cursor() as rows:
-            await rows.executemany(
-                _INSERT_NEW_MESSAGE,
-                [
-                    (key, key, seq, m.role, m.model_dump_json(exclude_none=True))
-                    for seq, m in enumerate(messages)
-                ],
-            )
+        cursor = await _send_turn(conn, conversation_id, persona, messages, record)
         await conn.commit()
     (turn,) = await cursor.fetchone()
     return int(turn)
 
 
-class _Held:
-    """A conversation locked by :meth:`PostgresStore.lock` on one pooled connection."""
+async def _append_and_release(
+    conn: Any,
+    hold: Hold,
+    conversation_id: str,
+    persona: str,
+    messages: Sequence[Message],
+    record: TurnRecord | None,
+) -> int:
+    """On the session holding the conversation (autocommit): the turn in one statement, which
+    commits on its own, then the unlock. Not one pipeline: without a Sync between them the
+    two would share one implicit transaction and the unlock would come before the commit; an
+    explicit transaction in a pipeline cost more client CPU than the second round trip
+    (docs/TRIED.md)."""
+    cursor = await _send_turn(conn, conversation_id, persona, messages, record)
+    (turn,) = await cursor.fetchone()
+    await conn.execute(UNLOCK, (hold.key,))
+    hold.released = True
+    return int(turn)
 
-    def __init__(self, conn: Any, conversation_id: str, where: str) -> None:
-        self._conn = conn
+
+class _Held:
+    """A conversation held by :meth:`PostgresStore.lock`: its statements run on the session
+    that holds the lock (:mod:`~.postgres_locks`)."""
+
+    def __init__(
+        self, locks: PostgresLocks, hold: Hold, conversation_id: str, history: int
+    ) -> None:
+        self._locks = locks
+        self._hold = hold
         self._id = conversation_id
-        self._where = where
-        self._done = False
+        self._history = history  # the turns read with the lock (Hold.rows)
 
     async def load(self, turns: int) -> list[Message]:
         self._check()
-        with translated(self._where):
-            return await _load(self._conn, self._id, turns)
+        if turns <= 0:
+            return []
+        rows, self._hold.rows = self._hold.rows, None
+        if rows is not None and turns == self._history:
+            return _messages(rows)
+        return await self._locks.run(self._hold, lambda conn: _load(conn, self._id, turns))
 
     async def append_turn(
         self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
     ) -> int:
         self._check()
-        with translated(self._where):
-            # Its commit makes the turn durable and releases the conversation's lock.
-            turn = await _append(self._conn, self._id, persona, messages, record)
-        self._done = True
-        return turn
+        return await self._locks.run(
+            self._hold,
+            lambda conn: _append_and_release(conn, self._hold, self._id, persona, messages, record),
+        )
 
     def _check(self) -> None:
-        if self._done:
+        if self._hold.released:
             raise RuntimeError("the turn was already stored; take the lock again")
 
 
@@ -247,6 +243,7 @@ class PostgresStore:
         self._pool: Any = None
         self._opening = asyncio.Lock()
         self._closed = False
+        self._locks = PostgresLocks(url, where=self.where, ready=self.open)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r}, pool_size={self.pool_size})"
@@ -307,17 +304,16 @@ class PostgresStore:
     # ------------------------------------------------------------------ the interface
 
     @asynccontextmanager
-    async def lock(self, conversation_id: str) -> AsyncIterator[HeldConversation]:
-        """Hold the conversation across every replica until the turn is stored or fails."""
+    async def lock(
+        self, conversation_id: str, *, history: int = 0
+    ) -> AsyncIterator[HeldConversation]:
+        """Hold the conversation across every replica until the turn is stored or fails,
+        with no transaction open and no pooled connection taken meanwhile; the last
+        ``history`` turns are read in the same round trip as the lock."""
         check_conversation_id(conversation_id)
-        async with self._connection() as conn:
-            with translated(self.where):
-                await _lock(conn, conversation_id)
-            yield _Held(conn, conversation_id, self.where)
-
-    def upstream_slots(self, *, budget: str, limit: int, wait: float) -> UpstreamSlots:
-        """One budget for every replica on this database (session-level advisory locks)."""
-        return PostgresSlots(self._url, budget=budget, limit=limit, wait=wait, ready=self.open)
+        read = (_LOAD, (conversation_id, conversation_id, history)) if history > 0 else None
+        async with self._locks.hold(conversation_id, read) as hold:
+            yield _Held(self._locks, hold, conversation_id, history)
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
@@ -433,10 +429,10 @@ class PostgresStore:
             await conn.execute(
                 "INSERT INTO conversations (id, turns, created_at, updated_at, title)"
                 " VALUES (%s, %s, %s, %s, %s)",
-                (dump.id, last, _time(dump.created_at), _time(dump.updated_at), dump.title),
+                (dump.id, last, as_time(dump.created_at), as_time(dump.updated_at), dump.title),
             )
             for t in dump.turns:
-                created = _time(t.created_at)
+                created = as_time(t.created_at)
                 await _write_turn(conn, dump.id, t.turn, t.persona, created, t.record, t.messages)
 
     async def schema_version(self) -> int:
@@ -452,7 +448,9 @@ class PostgresStore:
         return len(MIGRATIONS)
 
     async def aclose(self) -> None:
-        """Close the pool (waiting for connections in use to come back); once."""
+        """Close the turns' connection and the pool (waiting for connections in use to come
+        back); once."""
+        await self._locks.aclose()
         async with self._opening:
             self._closed = True
             pool, self._pool = self._pool, None
@@ -475,8 +473,8 @@ async def _list(
                 id=cid,
                 persona=persona or "",
                 title=title or title_of(text),
-                created_at=_iso(created),
-                updated_at=_iso(updated),
+                created_at=iso(created),
+                updated_at=iso(updated),
                 turns=turns,
                 # Microseconds: the next page must start exactly after this row.
                 cursor=cursor_of(updated, cid),
@@ -517,9 +515,7 @@ async def _dump(conn: Any, conversation_id: str) -> ConversationDump | None:
     for turn, body in await cursor.fetchall():
         bodies.setdefault(turn, []).append(_MESSAGE.validate_json(body))
     turns = tuple(
-        StoredTurn(
-            row[0], row[1], _iso(row[2]), _record_from(row[3:]), tuple(bodies.get(row[0], ()))
-        )
+        StoredTurn(row[0], row[1], iso(row[2]), record_from(row[3:]), tuple(bodies.get(row[0], ())))
         for row in rows
     )
-    return ConversationDump(conversation_id, _iso(head[0]), _iso(head[1]), turns, head[2])
+    return ConversationDump(conversation_id, iso(head[0]), iso(head[1]), turns, head[2])

@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from generic_framework.store.postgres_errors import unavailable
+from generic_framework.store.postgres_schema import migrate
 from generic_framework.wire.slots import BUSY_RETRY_AFTER, SlotLease, busy_error
 
 __all__ = ["POLL", "PostgresSlots", "budget_namespace"]
@@ -95,7 +96,9 @@ class PostgresSlots:
         budget: names the budget (a digest of the API key, never the key).
         limit: slots (``LLM_MAX_CONCURRENCY``).
         wait: seconds a call may wait for a slot (``LLM_QUEUE_TIMEOUT``).
-        ready: awaited before the first statement (the store's migrations).
+        ready: awaited before the first statement; when omitted, the budget's own connection
+            applies the pending migrations first (the budget needs ``upstream_pauses`` and
+            opens no conversation store).
     """
 
     def __init__(
@@ -120,6 +123,7 @@ class PostgresSlots:
         self._line = asyncio.Lock()
         self._freed = asyncio.Event()
         self._paused_until = 0.0
+        self._migrated = False
 
     def __repr__(self) -> str:
         return f"PostgresSlots(limit={self.limit}, wait={self.wait:g})"
@@ -230,11 +234,27 @@ class PostgresSlots:
             if self._ready is not None:
                 await self._ready()
             try:
-                self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+                conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
             except psycopg.OperationalError as exc:
                 raise unavailable(exc, "(upstream budget)") from exc
+            if self._ready is None and not self._migrated:
+                await self._migrate(conn)
+            self._conn = conn
             self._generation += 1
         return self._conn
+
+    async def _migrate(self, conn: Any) -> None:
+        """The pauses' table first: the budget opens no conversation store (0315)."""
+        import psycopg
+
+        try:
+            await migrate(conn)
+        except BaseException as exc:
+            await conn.close()
+            if isinstance(exc, psycopg.OperationalError):
+                raise unavailable(exc, "(upstream budget)") from exc
+            raise
+        self._migrated = True
 
     async def _broken(self, exc: BaseException, *, raise_: bool = True) -> None:
         """Drop a failed connection (its slots are gone with it); map the error."""

@@ -13,7 +13,6 @@
   user_version`` records how many have run. Each runs in its own ``BEGIN IMMEDIATE``
   transaction that re-reads the version, so processes opening one file migrate it once
   (:mod:`~.sqlite_schema`).
-- **The upstream budget** is this process's own (:class:`~generic_framework.wire.slots.LocalSlots`).
 - **Off the event loop.** Every operation runs in a worker thread
   (:class:`~generic_framework.offload.Offload`, which lets the loop wait up to a millisecond for
   the usual quick statement instead of paying for a full trip through the event loop): a commit
@@ -61,7 +60,6 @@ from generic_framework.store.sqlite_schema import (
 )
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
-from generic_framework.wire.slots import LocalSlots, UpstreamSlots
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
@@ -119,14 +117,13 @@ class SQLiteStore:
         await self._offload.run(self._run, lambda db: None)
 
     @asynccontextmanager
-    async def lock(self, conversation_id: str) -> AsyncIterator[HeldConversation]:
+    async def lock(
+        self, conversation_id: str, *, history: int = 0
+    ) -> AsyncIterator[HeldConversation]:
         """The conversation for one turn. Nothing is locked here: within a process the
-        Runtime's locks serialise turns; across processes SQLite cannot (see the module)."""
+        Runtime's locks serialise turns; across processes SQLite cannot (see the module).
+        ``history`` changes nothing: the history is read when the turn loads it."""
         yield _Held(self, check_conversation_id(conversation_id))
-
-    def upstream_slots(self, *, budget: str, limit: int, wait: float) -> UpstreamSlots:
-        """This process's own budget: a file cannot hold a lock for a crashed process."""
-        return LocalSlots(limit, wait)
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""

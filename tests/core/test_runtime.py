@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
@@ -16,6 +18,7 @@ from generic_framework.runtime import Runtime
 from generic_framework.store import SQLiteStore
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.slots import LocalSlots
 
 REPO = Path(__file__).resolve().parents[2]
 PERSONAS = REPO / "personas"
@@ -160,3 +163,62 @@ asyncio.run(main())
     assert result.returncode == 0, result.stderr
     assert "Ottawa" in result.stdout
     assert "Warning" not in result.stderr, result.stderr
+
+
+DATABASE_MODULES = (
+    "sqlite3",
+    "_sqlite3",
+    "psycopg",
+    "psycopg_pool",
+    "generic_framework.store.sqlite",
+)
+
+
+def test_a_turn_without_a_conversation_imports_no_database_module(tmp_path: Path) -> None:
+    """Against the mock, in a fresh interpreter: the client and its upstream budget open, a
+    turn answers, and neither SQLite nor psycopg (nor the SQLite backend) was imported."""
+    script = f"""
+import asyncio, json, sys
+from generic_framework.config import Settings
+from generic_framework.mock import MockServer, bundled_fixture_paths
+from generic_framework.runtime import Runtime
+
+async def main():
+    async with MockServer(bundled_fixture_paths()) as server:
+        settings = Settings.defaults(api_key="k-0123456789", base_url=server.base_url,
+                                     personas_dir={str(PERSONAS)!r}, data_dir={str(tmp_path)!r})
+        async with Runtime(settings) as runtime:
+            reply = await runtime.persona().respond("What is the capital of Canada?")
+    print(reply.content)
+    print(json.dumps(sorted(sys.modules)))
+
+asyncio.run(main())
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO)},
+    )
+    assert result.returncode == 0, result.stderr
+    answer, modules = result.stdout.splitlines()[-2:]
+    assert "Ottawa" in answer
+    loaded = [m for m in json.loads(modules) if m.startswith(DATABASE_MODULES)]
+    assert loaded == []
+    assert not list(tmp_path.iterdir())  # no database file either
+
+
+def test_the_upstream_budget_comes_from_the_configuration_not_the_store(tmp_path: Path) -> None:
+    local = Runtime(_settings(tmp_path))
+    assert isinstance(local.upstream_slots(), LocalSlots)
+    shared = Runtime(
+        _settings(tmp_path).model_copy(
+            update={"database_url": SecretStr("postgresql://u:pw@127.0.0.1:9/db")}
+        )
+    )
+    slots = shared.upstream_slots()
+    assert type(slots).__name__ == "PostgresSlots"
+    assert slots.limit == shared.settings.llm_max_concurrency
+    assert shared._store is None  # no conversation store was opened for it

@@ -1,0 +1,275 @@
+"""Conversations held across replicas with no transaction open: session-level advisory locks.
+
+Each :class:`~generic_framework.store.postgres.PostgresStore` keeps one dedicated connection
+(autocommit) for its turns, beside its pool:
+
+- **holding** a conversation takes this process's FIFO lock for it first (a session's advisory
+  locks are re-entrant, so two turns of one process must never both ask), then
+  ``pg_try_advisory_lock(key)`` on the dedicated connection. When another replica holds it, the
+  turn tries again after a short backoff (:data:`FIRST_WAIT`, doubling up to :data:`MOST_WAIT`):
+  a blocking ``pg_advisory_lock`` would stall every other turn sharing the connection;
+- **the turn's statements** run on that same connection, the session holding the lock: the
+  history is one autocommit read, sent with the lock's try in one round trip; the turn is one
+  statement (it commits on its own), then ``pg_advisory_unlock``. The model works with no
+  transaction open and no pooled connection taken;
+- **a crashed replica**'s session ends and the server releases its locks: the next try of a
+  waiting replica gets the conversation;
+- **a lost connection** (server restart, network) takes this replica's locks with it. Every
+  hold remembers the connection it was taken on (a generation number); a turn whose
+  connection is gone fails with :class:`~generic_framework.wire.errors.StoreUnavailableError`
+  when it next loads or stores, so it never writes without holding the lock. The next hold
+  connects again.
+
+Statements on the connection are serialised by one ``asyncio.Lock``; each is short (a lock try
+with its read, a write, an unlock), so turns of one replica queue for milliseconds at most,
+never for a turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from generic_framework.store.postgres_errors import RETRY_AFTER, translated, unavailable
+from generic_framework.store.postgres_schema import advisory_key
+from generic_framework.wire.errors import StoreUnavailableError
+
+__all__ = ["FIRST_WAIT", "MOST_WAIT", "Hold", "PostgresLocks", "Read", "conversation_key"]
+
+_T = TypeVar("_T")
+
+FIRST_WAIT = 0.01
+"""Seconds before the second try of a conversation another replica holds."""
+MOST_WAIT = 0.2
+"""The longest wait between two tries (the backoff doubles up to it)."""
+
+_TRY = "SELECT pg_try_advisory_lock(%s)"
+UNLOCK = "SELECT pg_advisory_unlock(%s)"
+_READ_COMMITTED = "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
+
+
+def conversation_key(conversation_id: str) -> int:
+    """The conversation's advisory-lock key (also taken by ``delete`` and ``restore``)."""
+    return advisory_key("conversation", conversation_id)
+
+
+Read = tuple[str, tuple[Any, ...]]
+"""A statement and its parameters, sent with the lock's try (see :meth:`PostgresLocks.hold`)."""
+
+
+class _Queue:
+    """One FIFO ``asyncio.Lock`` per key, dropped when nobody holds or waits for it (the
+    store may not import the core's ``ConversationLocks``: a lower layer)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, list[None]]] = {}
+
+    @asynccontextmanager
+    async def hold(self, name: str) -> AsyncIterator[None]:
+        lock, users = self._locks.setdefault(name, (asyncio.Lock(), []))
+        users.append(None)
+        try:
+            async with lock:
+                yield
+        finally:
+            users.pop()
+            if not users:
+                del self._locks[name]
+
+
+class Hold:
+    """One conversation's lock, taken on one generation of the dedicated connection; ``rows``
+    is what the read sent with the lock returned (``None`` when none was sent)."""
+
+    __slots__ = ("generation", "key", "released", "rows")
+
+    def __init__(self, key: int, generation: int, rows: list[Any] | None = None) -> None:
+        self.key = key
+        self.generation = generation
+        self.released = False
+        self.rows = rows
+
+
+class PostgresLocks:
+    """The conversation locks of one store: one dedicated connection, advisory locks on it.
+
+    Args:
+        url: the database.
+        where: the database as messages name it (no password).
+        ready: awaited before the first connection (the store's migrations).
+    """
+
+    def __init__(self, url: str, *, where: str, ready: Callable[[], Awaitable[None]]) -> None:
+        self._url = url
+        self.where = where
+        self._ready = ready
+        self._local = _Queue()
+        self._conn: Any = None
+        self._generation = 0
+        self._io = asyncio.Lock()
+        self._closed = False
+
+    @asynccontextmanager
+    async def hold(self, conversation_id: str, read: Read | None = None) -> AsyncIterator[Hold]:
+        """Hold the conversation: this process's turns of it in arrival order, then the
+        advisory lock (waiting while another replica holds it); released at the end.
+
+        ``read`` is sent in the same round trip as the try that gets the lock, as a statement
+        of its own after it: its snapshot is taken once the lock is held (one statement doing
+        both would read from a snapshot taken before), and its rows are :attr:`Hold.rows`.
+        """
+        key = conversation_key(conversation_id)
+        async with self._local.hold(conversation_id):
+            held = await self._take(key, read)
+            try:
+                yield held
+            finally:
+                await self.release(held)
+
+    async def _take(self, key: int, read: Read | None) -> Hold:
+        wait = FIRST_WAIT
+        reconnected = False
+        while True:
+            try:
+                held = await self._attempt(key, read)
+            except StoreUnavailableError:
+                if reconnected or self._conn is not None:
+                    raise
+                reconnected = True  # the connection had broken: once more on a new one
+                continue
+            if held is not None:
+                return held
+            await asyncio.sleep(wait * random.uniform(0.5, 1.0))  # noqa: S311 - spreading
+            wait = min(wait * 2, MOST_WAIT)
+
+    async def _attempt(self, key: int, read: Read | None) -> Hold | None:
+        """One try. Shielded: a lock taken by a statement whose caller was cancelled
+        meanwhile is given back, never left on the connection."""
+        task = asyncio.ensure_future(self._try(key, read))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(self._orphan)
+            raise
+
+    async def _try(self, key: int, read: Read | None) -> Hold | None:
+        async def attempt(conn: Any) -> Hold | None:
+            if read is None:
+                cursor = await conn.execute(_TRY, (key,))
+                (got,) = await cursor.fetchone()
+                return Hold(key, self._generation) if got else None
+            async with conn.pipeline():
+                cursor = await conn.execute(_TRY, (key,))
+                rows = await conn.execute(*read)
+            (got,) = await cursor.fetchone()
+            return Hold(key, self._generation, await rows.fetchall()) if got else None
+
+        async with self._io:
+            return await self._on_connection(attempt)
+
+    def _orphan(self, task: asyncio.Future[Hold | None]) -> None:
+        if task.cancelled() or task.exception() is not None:
+            return
+        held = task.result()
+        if held is not None:
+            asyncio.ensure_future(self.release(held))  # noqa: RUF006 - shielded
+
+    async def run(self, held: Hold, operation: Callable[[Any], Awaitable[_T]]) -> _T:
+        """Run ``operation(connection)`` on the session that holds ``held``.
+
+        Raises:
+            StoreUnavailableError: the connection holding the lock was lost (the lock with it).
+        """
+        async with self._io:
+            if held.released or held.generation != self._generation or self._conn is None:
+                raise self._lost()
+            try:
+                return await self._on_connection(operation)
+            except StoreUnavailableError as exc:
+                if self._conn is None:  # dropped: the lock went with it
+                    raise self._lost() from exc
+                raise
+
+    async def release(self, held: Hold) -> None:
+        """Give the lock back (nothing when it went with its connection); once."""
+        if held.released:
+            return
+        held.released = True
+        await asyncio.shield(self._unlock(held))
+
+    async def _unlock(self, held: Hold) -> None:
+        async with self._io:
+            if held.generation != self._generation or self._conn is None:
+                return  # released by the server with the connection
+            with contextlib.suppress(StoreUnavailableError):
+                await self._on_connection(lambda conn: conn.execute(UNLOCK, (held.key,)))
+
+    async def _on_connection(self, operation: Callable[[Any], Awaitable[_T]]) -> _T:
+        """``operation`` on the connection (opened when needed), under ``self._io``; a
+        connection that broke is dropped, with every lock it held."""
+        conn = await self._connection()
+        try:
+            with translated(self.where):
+                return await operation(conn)
+        except BaseException:
+            await self._after_failure(conn)
+            raise
+
+    async def _after_failure(self, conn: Any) -> None:
+        """Leave the connection idle (a failed write's transaction rolled back), or drop it."""
+        import psycopg
+
+        if not conn.closed and not conn.broken:
+            idle = psycopg.pq.TransactionStatus.IDLE
+            try:
+                if conn.info.transaction_status != idle:
+                    await conn.rollback()
+                return
+            except psycopg.Error:
+                pass
+        self._conn = None
+        with contextlib.suppress(psycopg.Error):
+            await conn.close()
+
+    async def _connection(self) -> Any:
+        if self._conn is None:
+            if self._closed:
+                raise StoreUnavailableError(
+                    f"the conversation database {self.where} is closed", retry_after=RETRY_AFTER
+                )
+            import psycopg
+
+            await self._ready()
+            try:
+                conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+            except psycopg.OperationalError as exc:
+                raise unavailable(exc, self.where) from exc
+            try:
+                # The read sent with a lock's try shares its implicit transaction: it must take
+                # its own snapshot (after the lock), whatever the database's default level.
+                await conn.execute(_READ_COMMITTED)
+            except psycopg.Error as exc:
+                await conn.close()
+                raise unavailable(exc, self.where) from exc
+            self._conn = conn
+            self._generation += 1
+        return self._conn
+
+    def _lost(self) -> StoreUnavailableError:
+        return StoreUnavailableError(
+            f"the conversation's lock was lost with its connection to {self.where} "
+            "(the database restarted or the network failed); the turn was not stored",
+            retry_after=RETRY_AFTER,
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection: the server releases every lock it still held."""
+        async with self._io:
+            self._closed = True
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                await conn.close()
