@@ -28,6 +28,7 @@ from generic_framework.config import Settings
 from generic_framework.core.events import Done
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
+from generic_framework.core.spec import PersonaSpec
 from generic_framework.mock.fixture import DEFAULT_PERSONA, Fixture, FixtureError
 from generic_framework.mock.sse import parse_sse
 from generic_framework.runtime import Runtime
@@ -355,6 +356,7 @@ async def record(
     description: str = "",
     transport: httpx.AsyncBaseTransport | None = None,
     environ: Mapping[str, str] | None = None,
+    specs: Mapping[str, PersonaSpec] | None = None,
 ) -> Path:
     """Run one message through a persona against the configured endpoint; save it as a fixture.
 
@@ -371,6 +373,7 @@ async def record(
         transport: the transport that really sends (tests pass a fake upstream here).
         environ: ``${VAR}`` values for the persona's MCP servers (the CLI passes the
             environment). MCP traffic uses the SDK's own HTTP client: it is not recorded.
+        specs: the persona files, already read (``PERSONAS_DIR`` is read otherwise).
 
     Raises:
         ConfigError: no such persona, or no personas at all.
@@ -378,7 +381,7 @@ async def record(
     """
     recorder = RecordingTransport(transport)
     secret = settings.api_key.get_secret_value() if settings.api_key else ""
-    async with Runtime(settings, transport=recorder, environ=environ) as runtime:
+    async with Runtime(settings, transport=recorder, environ=environ, specs=specs) as runtime:
         chosen = runtime.persona(persona)
         reply, error = await _run_turn(chosen, message, stream)
     fixture = build_fixture(
