@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "ContentFilterError": "generic_framework.wire.errors",
     "ConversationStore": "generic_framework.store.base",
     "Done": "generic_framework.core.events",
+    "FunctionModel": "generic_framework.testing",
     "FunctionTool": "generic_framework.tools",
     "GLMClient": "generic_framework.wire.client",
     "GLMError": "generic_framework.wire.errors",
@@ -74,6 +75,7 @@ __all__ = [
     "ContentFilterError",
     "ConversationStore",
     "Done",
+    "FunctionModel",
     "FunctionTool",
     "GLMClient",
     "GLMError",
@@ -148,6 +150,9 @@ if TYPE_CHECKING:
     )
     from generic_framework.store.sqlite import (
         SQLiteStore,
+    )
+    from generic_framework.testing import (
+        FunctionModel,
     )
     from generic_framework.tools import (
         FunctionTool,
