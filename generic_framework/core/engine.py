@@ -144,15 +144,13 @@ class TurnEngine:
         1. Round ``n`` (1-based) starts. While ``n <= max_tool_rounds`` offer the turn's tools
            (chosen by ``//`` when the turn began); after that the call carries no tools and one
            extra instruction to answer from what it has (the forced final answer).
-        2. Call the model with the round's request through :meth:`_call_llm`, the one model
-           call of both modes: :meth:`_complete` takes its completion, :meth:`_streamed` also
-           passes its text deltas on (``[ref_N]`` rewritten as they stream).
-        3. The turn's watch counts the call in the turn's account (tokens, request id, a
-           server-side search); its ``web_search[]`` sources become citations.
+        2. Call the model through :meth:`_call_llm`, the one model call of both modes
+           (:meth:`_complete`; :meth:`_streamed` passes text on, ``[ref_N]`` rewritten).
+        3. The account counts the call (tokens, a server-side search); sources become citations.
         4. :func:`next_step` decides. :class:`RunTools`: announce the round, answer every call
            through :meth:`_handle_tool_calls` (assistant message, then one tool message per
            call, in call order), record the round with the results it returned (the account
-           counts the tool calls and client-side searches), go back to 1.
+           counts its tool calls and searches), go back to 1.
         5. :class:`Finish`: empty text becomes ``final_answer_fallback``, ``[ref_N]`` markers
            become ``[n]``, ``stop_reason`` is ``length``, ``max_rounds`` (the forced call
            answered) or ``completed``; the turn ends to be stored.
@@ -163,8 +161,7 @@ class TurnEngine:
         cap = self.spec.max_tool_rounds
         for number in range(1, cap + 2):
             offer = turn.plan.specs if number <= cap else None
-            forced = number > cap > 0
-            started = perf_counter()
+            forced, started = number > cap > 0, perf_counter()
             request = self._request_for(turn, tools=offer, forced=forced)
             completion = None
             try:
@@ -175,8 +172,7 @@ class TurnEngine:
                                 yield item
                             else:
                                 completion = item
-                else:
-                    # Nothing to pass on before the completion: one await, no async generator.
+                else:  # nothing to pass on before the completion: one await
                     completion = await self._complete(turn, request)
             except ContentFilterError as exc:
                 yield self._filtered(turn, exc)

@@ -102,36 +102,31 @@ class Turn:
         most: int,
         tools_started: float = 0.0,
     ) -> None:
-        """Add the round's :class:`RoundState` (its calls and their results), count it, log it.
-
-        ``tools_started`` is when the round's tools started (``perf_counter()``), for their
-        spans.
-        """
+        """Add the round's :class:`RoundState` (its calls and their results), count it in the
+        account (``tools_started``: when its tools started, for their spans), log it."""
         ms = (perf_counter() - started) * 1000.0
         number = len(self.rounds) + 1
         infos = [
             ToolCallInfo(id=c.id, name=call_name(c), arguments=c.function.arguments) for c in calls
         ]
+        usage = completion.usage
         self.rounds.append(
             RoundState(
                 number=number,
                 tool_calls=infos,
                 results=list(results),
-                usage=completion.usage,
+                usage=usage,
                 finish_reason=completion.finish_reason,
                 duration_ms=ms,
             )
         )
         self.watch.round_done(ms, calls, results, tools_started)
         if logger.isEnabledFor(logging.INFO):
+            names = ",".join(info.name for info in infos) or "none"
+            tokens = usage.total_tokens if usage else 0
             logger.info(
                 "%s round %d/%d: tools=%s, %.0f ms, %d tokens",
-                self.persona,
-                number,
-                most,
-                ",".join(info.name for info in infos) or "none",
-                ms,
-                completion.usage.total_tokens if completion.usage else 0,
+                *(self.persona, number, most, names, ms, tokens),
             )
 
     def finish(

@@ -360,11 +360,10 @@ async def record(
 ) -> Path:
     """Run one message through a persona against the configured endpoint; save it as a fixture.
 
-    Returns the path written. The turn has no conversation (no history). An API error still
-    produces a fixture, whose ``expected.error`` names it, so failures can be replayed too.
+    Returns the path written. No conversation (no history); an API error is recorded too.
 
     Args:
-        settings: the endpoint and key to record against, and ``PERSONAS_DIR``.
+        settings: the endpoint, the key, and ``PERSONAS_DIR`` (unless ``specs``: already read).
         message: what the user says (``//`` for a web question).
         out: the fixture file to write; its stem becomes the fixture's name.
         persona: the persona's name (``scout``, else the first one found, by default).
@@ -373,7 +372,6 @@ async def record(
         transport: the transport that really sends (tests pass a fake upstream here).
         environ: ``${VAR}`` values for the persona's MCP servers (the CLI passes the
             environment). MCP traffic uses the SDK's own HTTP client: it is not recorded.
-        specs: the persona files, already read (``PERSONAS_DIR`` is read otherwise).
 
     Raises:
         ConfigError: no such persona, or no personas at all.
