@@ -36,8 +36,11 @@ class TurnAccount:
     """The ledger of one turn (plain integers: it is written on every model and tool call).
 
     Attributes:
-        started: ``perf_counter()`` when the turn started (before its conversation's lock).
-        started_at: the same moment as a UTC time, for the stored record.
+        started: ``perf_counter()`` when the turn arrived (before its conversation's lock):
+            where the metrics and the log line measure from.
+        began, began_at: ``perf_counter()`` and the UTC time when the turn held its
+            conversation and began: where the stored record measures from, so a stored turn
+            never seems to start before the previous turn of its conversation ended.
         ended: ``perf_counter()`` when the reply was made, or the turn failed.
         calls: model calls started (the turn's rounds).
         prompt, completion, cached, reasoning, total: token counts summed over the calls
@@ -54,6 +57,8 @@ class TurnAccount:
     """
 
     __slots__ = (
+        "began",
+        "began_at",
         "cached",
         "calls",
         "completion",
@@ -65,14 +70,13 @@ class TurnAccount:
         "round_ms",
         "searches",
         "started",
-        "started_at",
         "tools",
         "total",
     )
 
     def __init__(self) -> None:
-        self.started = perf_counter()
-        self.started_at = datetime.now(UTC)
+        self.started = self.began = perf_counter()
+        self.began_at = datetime.now(UTC)
         self.ended: float | None = None
         self.calls = self.prompt = self.completion = self.cached = self.reasoning = 0
         self.total = 0
@@ -83,6 +87,10 @@ class TurnAccount:
         self.first_text: float | None = None
 
     # ------------------------------------------------------------------ writing
+
+    def begin(self) -> None:
+        """The turn holds its conversation (or needs none) and begins."""
+        self.began, self.began_at = perf_counter(), datetime.now(UTC)
 
     def answered(self, completion: ChatCompletion) -> None:
         """A model call answered: its tokens, its request id, its server-side search."""
@@ -129,9 +137,19 @@ class TurnAccount:
 
     @property
     def seconds(self) -> float:
-        """From the start to the end (to now while the turn runs)."""
+        """From the turn's arrival to its end (to now while it runs)."""
         end = self.ended if self.ended is not None else perf_counter()
         return end - self.started
+
+    @property
+    def waited(self) -> float:
+        """Seconds from the turn's arrival to its beginning (its conversation's lock)."""
+        return self.began - self.started
+
+    @property
+    def turn_ms(self) -> float:
+        """Milliseconds from the turn's beginning to its end, as the stored record keeps."""
+        return (self.seconds - self.waited) * 1000.0
 
     def usage(self) -> Usage:
         """The token counts as one :class:`Usage` (what :attr:`Reply.usage` shows)."""

@@ -103,6 +103,10 @@ class TurnWatch:
             self._id = os.urandom(8).hex()
         return self._id
 
+    def began(self) -> None:
+        """The turn holds its conversation (or needs none) and begins."""
+        self.account.begin()
+
     # ------------------------------------------------------------------ model calls
 
     def call_started(self, request: ChatRequest, *, stream: bool) -> Span | None:
@@ -258,6 +262,7 @@ class TurnWatch:
             "stream": self.stream,
             "rounds": account.calls,
             "duration_ms": round(account.seconds * 1000.0, 1),
+            "lock_wait_ms": round(account.waited * 1000.0, 1),
             "prompt_tokens": account.prompt,
             "completion_tokens": account.completion,
             "cached_tokens": account.cached,

@@ -359,6 +359,7 @@ class Persona(TurnEngine):
         watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
         try:
             async with self.runtime.conversation(conversation_id) as held:
+                watch.began()
                 earlier = list(foreign.messages)
                 if held is not None:
                     earlier = await held.load(self.settings.history_turns)

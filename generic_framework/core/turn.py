@@ -30,7 +30,7 @@ logger = logging.getLogger("generic_framework.persona")
 def turn_record(text: str, reply: Reply, account: TurnAccount) -> TurnRecord:
     """What the store keeps beside a turn's messages: ``text`` as typed (``//`` included),
     the reply's model, stop reason and sources, and the numbers of the turn's ``account``
-    (the same the reply, the metrics and the log line show)."""
+    (the same the reply, the metrics and the log line show), timed from the turn's beginning."""
     return TurnRecord(
         input=text,
         model=reply.model,
@@ -45,8 +45,8 @@ def turn_record(text: str, reply: Reply, account: TurnAccount) -> TurnRecord:
         reasoning_tokens=account.reasoning,
         web_searches=account.web_searches,
         rounds=account.calls,
-        started_at=account.started_at.isoformat(timespec="milliseconds"),
-        duration_ms=round(account.seconds * 1000.0, 1),
+        started_at=account.began_at.isoformat(timespec="milliseconds"),
+        duration_ms=round(account.turn_ms, 1),
         round_ms=tuple(round(ms, 1) for ms in account.round_ms),
     )
 
