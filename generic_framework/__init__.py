@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "ContentFilterError": "generic_framework.wire.errors",
     "ConversationStore": "generic_framework.store.base",
     "Done": "generic_framework.core.events",
+    "FunctionModel": "generic_framework.testing",
     "FunctionTool": "generic_framework.tools",
     "GLMClient": "generic_framework.wire.client",
     "GLMError": "generic_framework.wire.errors",
@@ -92,6 +93,7 @@ if TYPE_CHECKING:
     from generic_framework.runtime import Runtime as Runtime
     from generic_framework.store.base import ConversationStore as ConversationStore
     from generic_framework.store.sqlite import SQLiteStore as SQLiteStore
+    from generic_framework.testing import FunctionModel as FunctionModel
     from generic_framework.tools import FunctionTool as FunctionTool
     from generic_framework.tools import WebSearch as WebSearch
     from generic_framework.tools import tool as tool

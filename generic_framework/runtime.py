@@ -31,11 +31,53 @@ from generic_framework.store.base import ConversationStore
 from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.model import ChatModel
 
-__all__ = ["DEFAULT_PERSONA", "Runtime"]
+__all__ = ["DEFAULT_PERSONA", "Runtime", "choose_spec", "read_specs"]
 
 DEFAULT_PERSONA = "scout"
 """The persona chosen when none is named and a persona of that name exists."""
+
+
+def read_specs(directory: str | Path, *, required: bool = False) -> dict[str, PersonaSpec]:
+    """The persona files of ``directory``, by name.
+
+    Args:
+        required: raise when there is none (what every command that answers needs).
+
+    Raises:
+        ConfigError: the directory is missing, a file is invalid, or ``required`` and the
+            directory has no persona file.
+    """
+    # The persona files' reader (tomllib, the example tools: about 6 ms) is imported when
+    # they are first read, not by every program that imports the Runtime.
+    from generic_framework.core.loader import load_specs
+
+    specs = load_specs(Path(directory))
+    return _required(specs, directory) if required else specs
+
+
+def _required(specs: dict[str, PersonaSpec], directory: str | Path) -> dict[str, PersonaSpec]:
+    if not specs:
+        raise ConfigError(
+            f"no persona files (*.toml) in {str(directory)!r}: add one, or set PERSONAS_DIR "
+            "to a folder of them"
+        )
+    return specs
+
+
+def choose_spec(specs: Mapping[str, PersonaSpec], name: str | None = None) -> PersonaSpec:
+    """The spec called ``name``; without a name ``scout`` if there is one, else the first.
+
+    Raises:
+        ConfigError: no persona of that name.
+    """
+    if name is None:
+        name = DEFAULT_PERSONA if DEFAULT_PERSONA in specs else next(iter(specs))
+    spec = specs.get(name)
+    if spec is None:
+        raise ConfigError(f"unknown persona {name!r}; available: {', '.join(sorted(specs))}")
+    return spec
 
 
 class Runtime(Resources):
@@ -45,6 +87,9 @@ class Runtime(Resources):
         settings: the configuration; :meth:`Settings.defaults` when omitted (use
             :meth:`from_env` to read the environment).
         client: a client to borrow (never closed here).
+        model: what answers the personas' model calls instead of the client (a
+            :class:`~generic_framework.wire.model.ChatModel`, such as
+            :class:`generic_framework.testing.FunctionModel` in a test).
         store: a store to borrow (never closed here).
         transport: an httpx transport for the owned client (tests, the recorder).
         personas_dir: where the persona files are (``settings.personas_dir`` when omitted).
@@ -52,6 +97,8 @@ class Runtime(Resources):
             :class:`~generic_framework.core.resources.Resources`).
         environ: the variables ``${VAR}`` in persona files' MCP servers are taken from
             (:meth:`from_env`, the CLI and the service pass ``os.environ``; none otherwise).
+        specs: the personas by name, already read (:func:`read_specs`) or built in code;
+            ``personas_dir`` is then not read.
     """
 
     def __init__(
@@ -59,22 +106,25 @@ class Runtime(Resources):
         settings: Settings | None = None,
         *,
         client: GLMClient | None = None,
+        model: ChatModel | None = None,
         store: ConversationStore | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         personas_dir: str | Path | None = None,
         telemetry: Telemetry | None = None,
         environ: Mapping[str, str] | None = None,
+        specs: Mapping[str, PersonaSpec] | None = None,
     ) -> None:
         super().__init__(
             settings,
             client=client,
+            model=model,
             store=store,
             transport=transport,
             telemetry=telemetry,
             environ=environ,
         )
         self.personas_dir = Path(personas_dir or self.settings.personas_dir)
-        self._specs: dict[str, PersonaSpec] | None = None
+        self._specs: dict[str, PersonaSpec] | None = dict(specs) if specs is not None else None
         self._personas: dict[str, Persona] = {}
 
     @classmethod
@@ -98,17 +148,8 @@ class Runtime(Resources):
                 directory has no persona file.
         """
         if self._specs is None:
-            # The persona files' reader (tomllib, the example tools: about 6 ms) is imported
-            # when a runtime first reads them, not by every program that imports the Runtime.
-            from generic_framework.core.loader import load_specs
-
-            self._specs = load_specs(self.personas_dir)
-        if required and not self._specs:
-            raise ConfigError(
-                f"no persona files (*.toml) in {str(self.personas_dir)!r}: add one, or set "
-                "PERSONAS_DIR to a folder of them"
-            )
-        return self._specs
+            self._specs = read_specs(self.personas_dir)
+        return _required(self._specs, self.personas_dir) if required else self._specs
 
     def spec(self, name: str | None = None) -> PersonaSpec:
         """The spec of the persona called ``name``; reading it opens nothing.
@@ -119,13 +160,7 @@ class Runtime(Resources):
         Raises:
             ConfigError: no persona files, or no persona of that name.
         """
-        specs = self.specs(required=True)
-        if name is None:
-            name = DEFAULT_PERSONA if DEFAULT_PERSONA in specs else next(iter(specs))
-        spec = specs.get(name)
-        if spec is None:
-            raise ConfigError(f"unknown persona {name!r}; available: {', '.join(sorted(specs))}")
-        return spec
+        return choose_spec(self.specs(required=True), name)
 
     def persona(self, name: str | None = None) -> Persona:
         """The persona called ``name``, bound to this runtime (one object per name).
@@ -140,7 +175,7 @@ class Runtime(Resources):
             return self._personas[name]
         spec = self.spec(name)
         if spec.name not in self._personas:
-            from generic_framework.core.loader import resolve_tools  # loaded by specs()
+            from generic_framework.core.loader import resolve_tools
 
             tools = resolve_tools(spec, source=spec.name)
             self._personas[spec.name] = Persona.from_spec(spec, tools=tools, runtime=self)

@@ -12,6 +12,7 @@ from generic_framework.cli.common import (
     err,
     new_conversation_id,
     open_runtime,
+    persona_specs,
     run_command,
 )
 from generic_framework.cli.interactive import interactive
@@ -19,6 +20,7 @@ from generic_framework.cli.offline import no_recording_text, offline_notice, unr
 from generic_framework.cli.output import print_reply
 from generic_framework.config import Settings
 from generic_framework.core.reply import Reply
+from generic_framework.runtime import Runtime
 from generic_framework.wire.errors import GLMError
 
 __all__ = ["ChatOptions", "run_chat"]
@@ -41,24 +43,26 @@ def run_chat(options: ChatOptions) -> int:
     """The ``chat`` command; returns the exit code."""
 
     def chat(settings: Settings) -> int:
-        # A missing or unknown persona is refused before the embedded mock starts.
-        open_runtime(settings).spec(options.persona)
+        # A missing or unknown persona is refused before the embedded mock starts; the files
+        # read for that check are the command's one runtime's, built once the endpoint is known.
+        specs = persona_specs(settings, options.persona)
         with upstream(settings, options.mock) as (active, offline):
             if offline:
                 err(offline_notice(options.mock))
+            runtime = open_runtime(active, specs)
             if options.message is None:
-                return interactive(active, options.persona, options.conversation, offline)
-            return _one_shot(active, options.message, options, offline)
+                return interactive(runtime, options.persona, options.conversation, offline)
+            return _one_shot(runtime, options.message, options, offline)
 
     return run_command(chat, base_url=options.base_url, llm_model=options.model)
 
 
-def _one_shot(settings: Settings, message: str, options: ChatOptions, offline: bool) -> int:
+def _one_shot(runtime: Runtime, message: str, options: ChatOptions, offline: bool) -> int:
     try:
-        reply = asyncio.run(_answer(settings, message, options))
+        reply = asyncio.run(_answer(runtime, message, options))
     except GLMError as exc:
         if offline and unrecorded(exc):
-            err(no_recording_text(settings.is_coding_endpoint))
+            err(no_recording_text(runtime.settings.is_coding_endpoint))
             return EXIT_ERROR
         raise
     if options.as_json:
@@ -68,9 +72,9 @@ def _one_shot(settings: Settings, message: str, options: ChatOptions, offline: b
     return EXIT_OK
 
 
-async def _answer(settings: Settings, message: str, options: ChatOptions) -> Reply:
-    """The persona's reply, from a runtime open for this one turn."""
-    async with open_runtime(settings) as runtime:
+async def _answer(runtime: Runtime, message: str, options: ChatOptions) -> Reply:
+    """The persona's reply, from the runtime opened for this one turn."""
+    async with runtime:
         persona = runtime.persona(options.persona)
         conversation = options.conversation or new_conversation_id()
         return await persona.respond(message, conversation_id=conversation)

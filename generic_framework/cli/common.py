@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -20,6 +20,7 @@ from generic_framework.wire import errors as e
 from generic_framework.wire.errors import ConfigError, GLMError, redact
 
 if TYPE_CHECKING:
+    from generic_framework.core.spec import PersonaSpec
     from generic_framework.runtime import Runtime
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "load_settings",
     "new_conversation_id",
     "open_runtime",
+    "persona_specs",
     "run_command",
     "usage_error",
 ]
@@ -88,12 +90,27 @@ def load_settings(**overrides: Any) -> Settings:
     return Settings(**{key: value for key, value in overrides.items() if value is not None})
 
 
-def open_runtime(settings: Settings) -> Runtime:
-    """The command's runtime: ``settings``, and the process environment for ``${VAR}`` in
-    persona files' MCP servers (the CLI is where the environment is read)."""
+def open_runtime(settings: Settings, specs: Mapping[str, PersonaSpec] | None = None) -> Runtime:
+    """The command's one runtime: ``settings``, the process environment for ``${VAR}`` in
+    persona files' MCP servers (the CLI is where the environment is read), and the persona
+    ``specs`` when the command has read them already (else it reads ``PERSONAS_DIR``)."""
     from generic_framework.runtime import Runtime  # not for `mock` or `--help`: keep them light
 
-    return Runtime(settings, environ=os.environ)
+    return Runtime(settings, environ=os.environ, specs=specs)
+
+
+def persona_specs(settings: Settings, persona: str | None) -> dict[str, PersonaSpec]:
+    """The persona files of ``PERSONAS_DIR``, read once, with ``persona`` checked among them
+    (a command refuses a bad name before it starts anything).
+
+    Raises:
+        ConfigError: no persona files, or no persona of that name.
+    """
+    from generic_framework.runtime import choose_spec, read_specs
+
+    specs = read_specs(settings.personas_dir, required=True)
+    choose_spec(specs, persona)
+    return specs
 
 
 def new_conversation_id() -> str:

@@ -6,9 +6,8 @@ import asyncio
 import os
 from pathlib import Path
 
-from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, err, run_command
+from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, err, persona_specs, run_command
 from generic_framework.config import Settings
-from generic_framework.runtime import Runtime
 from generic_framework.wire.errors import ConfigError
 
 __all__ = ["run_record", "run_replay"]
@@ -25,10 +24,12 @@ def run_record(message: str, out: Path, persona: str | None) -> int:
 
         if not settings.has_api_key:
             raise ConfigError("record talks to the real endpoint: set OPENAI_API_KEY")
-        Runtime(settings).spec(persona)
+        specs = persona_specs(settings, persona)
         _check_writable(out)
         try:
-            path = asyncio.run(record(settings, message, out, persona=persona, environ=os.environ))
+            path = asyncio.run(
+                record(settings, message, out, persona=persona, environ=os.environ, specs=specs)
+            )
         except OSError as exc:
             err(f"error: could not write {str(out)!r} ({exc.strerror or exc}): the call was made")
             return EXIT_ERROR

@@ -15,11 +15,10 @@ import io
 import sys
 from dataclasses import dataclass
 
-from generic_framework.cli.common import EXIT_OK, err, explain, new_conversation_id, open_runtime
+from generic_framework.cli.common import EXIT_OK, err, explain, new_conversation_id
 from generic_framework.cli.offline import no_recording_text, unrecorded
 from generic_framework.cli.output import print_reply, print_sources
 from generic_framework.cli.status import Status
-from generic_framework.config import Settings
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.persona import WEB_PREFIX, Persona
 from generic_framework.core.reply import Reply
@@ -48,12 +47,13 @@ class _Session:
 
 
 def interactive(
-    settings: Settings, persona: str | None, conversation: str | None, offline: bool
+    runtime: Runtime, persona: str | None, conversation: str | None, offline: bool
 ) -> int:
-    """Run the interactive session until /quit or end of input.
+    """Run the interactive session until /quit or end of input, then close ``runtime``.
 
     Args:
-        settings: the settings to answer with (pointing at the embedded mock when offline).
+        runtime: the command's runtime, not yet opened (its settings point at the embedded
+            mock when offline).
         persona: the persona to start with (``None``: the runtime's default).
         conversation: the stored conversation to continue (``None``: a new one).
         offline: answers come from the embedded mock (an unrecorded question is explained).
@@ -62,7 +62,6 @@ def interactive(
         ConfigError: no personas, or no persona of that name.
     """
     with asyncio.Runner() as runner:
-        runtime = open_runtime(settings)
         try:
             chosen = runtime.persona(persona)
             runner.run(runtime.open())

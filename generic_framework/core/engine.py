@@ -1,12 +1,14 @@
 """The turn engine: one user turn of a persona, from the first model call to the reply.
 
-:class:`TurnEngine` runs the tool loop for a resolved :class:`PersonaSpec` on a :class:`Turn`
-that carries everything the turn is given (client, tool plan, system prompt and history).
+:class:`TurnEngine` runs the tool loop for a :class:`ResolvedSpec` on a :class:`Turn` that
+carries everything the turn is given (model, tool plan, system prompt and history).
 Each model answer becomes an explicit next step, :class:`RunTools` or :class:`Finish`
 (:func:`next_step`); tool results are returned by the round that produced them, never kept
 on the side for a later step to find. The loop ends with one :class:`TurnEnd` saying what the
 caller should store. :class:`~generic_framework.core.persona.Persona` is a turn engine bound
-to a runtime: ``Persona._call_llm`` and ``Persona._handle_tool_calls`` are the seams.
+to a runtime: ``Persona._call_llm`` (every model call, streamed or not) and
+``Persona._handle_tool_calls`` (every tool round) are the seams, and a subclass overriding
+either drives ``respond()`` and ``stream()`` alike.
 """
 
 from __future__ import annotations
@@ -16,11 +18,10 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from time import perf_counter
-from typing import cast
 
 from generic_framework.core.events import PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.reply import Reply, ToolResult
-from generic_framework.core.spec import PersonaSpec
+from generic_framework.core.spec import ResolvedSpec
 from generic_framework.core.tooling import (
     BUILTIN_SEARCH_CONFIRMATION,
     CallOutcome,
@@ -36,7 +37,6 @@ from generic_framework.wire.messages import (
     ChatRequest,
     ContentDelta,
     StreamCompleted,
-    StreamEvent,
     SystemMessage,
     ToolMessage,
     ToolSpec,
@@ -117,14 +117,15 @@ class TurnEngine:
     """Runs one user turn of a resolved spec (every setting-backed field filled).
 
     Args:
-        spec: the persona, resolved with :meth:`PersonaSpec.resolve`.
+        spec: the persona, resolved with :meth:`PersonaSpec.resolve
+            <generic_framework.core.spec.PersonaSpec.resolve>`.
         tool_timeout: seconds one function tool call may take (``TOOL_TIMEOUT``).
         keep_reasoning: keep ``reasoning_content`` of earlier turns in the history (the coding
             endpoint and ``clear_thinking: false`` want it back).
     """
 
-    def __init__(self, spec: PersonaSpec, *, tool_timeout: float, keep_reasoning: bool) -> None:
-        if spec.model is None or spec.max_tool_rounds is None:
+    def __init__(self, spec: ResolvedSpec, *, tool_timeout: float, keep_reasoning: bool) -> None:
+        if not isinstance(spec, ResolvedSpec):
             raise ToolLoopError("a turn engine needs a resolved spec (PersonaSpec.resolve)")
         self.spec = spec
         self.tool_timeout = tool_timeout
@@ -143,11 +144,13 @@ class TurnEngine:
         1. Round ``n`` (1-based) starts. While ``n <= max_tool_rounds`` offer the turn's tools
            (chosen by ``//`` when the turn began); after that the call carries no tools and one
            extra instruction to answer from what it has (the forced final answer).
-        2. Call the model: :meth:`_complete`, or :meth:`_streamed` passing text deltas on.
-        3. Keep the call's usage and its ``web_search[]`` sources as citations.
+        2. Call the model through :meth:`_call_llm`, the one model call of both modes
+           (:meth:`_complete`; :meth:`_streamed` passes text on, ``[ref_N]`` rewritten).
+        3. The account counts the call (tokens, a server-side search); sources become citations.
         4. :func:`next_step` decides. :class:`RunTools`: announce the round, answer every call
            through :meth:`_handle_tool_calls` (assistant message, then one tool message per
-           call, in call order), record the round with the results it returned, go back to 1.
+           call, in call order), record the round with the results it returned (the account
+           counts its tool calls and searches), go back to 1.
         5. :class:`Finish`: empty text becomes ``final_answer_fallback``, ``[ref_N]`` markers
            become ``[n]``, ``stop_reason`` is ``length``, ``max_rounds`` (the forced call
            answered) or ``completed``; the turn ends to be stored.
@@ -155,25 +158,22 @@ class TurnEngine:
         A :class:`ContentFilterError` ends the turn with ``stop_reason content_filter`` and a
         notice, not stored; other errors propagate. At most ``max_tool_rounds + 1`` calls.
         """
-        cap = cast(int, self.spec.max_tool_rounds)
+        cap = self.spec.max_tool_rounds
         for number in range(1, cap + 2):
             offer = turn.plan.specs if number <= cap else None
-            forced = number > cap > 0
-            started = perf_counter()
+            forced, started = number > cap > 0, perf_counter()
+            request = self._request_for(turn, tools=offer, forced=forced)
             completion = None
             try:
                 if stream:
-                    answer = self._streamed(turn, tools=offer, forced=forced)
-                    async with aclosing(answer) as items:
+                    async with aclosing(self._streamed(turn, request)) as items:
                         async for item in items:
                             if isinstance(item, TextDelta):
                                 yield item
                             else:
                                 completion = item
-                else:
-                    # Nothing to pass on before the completion: one await, no async generator.
-                    completion = await self._complete(turn, tools=offer, forced=forced)
-                    turn.collect(completion)
+                else:  # nothing to pass on before the completion: one await
+                    completion = await self._complete(turn, request)
             except ContentFilterError as exc:
                 yield self._filtered(turn, exc)
                 return
@@ -194,14 +194,19 @@ class TurnEngine:
         """Step 4: announce the round, answer its calls, record it with their results."""
         calls = step.message.tool_calls or []
         yield RoundStarted(number, [call_name(call) for call in calls])
-        results: list[ToolResult] = []
+        results: list[ToolResult] | None = None
+        tools_started = perf_counter()
         async with aclosing(self._handle_tool_calls(step.message, turn)) as progress:
             async for event in progress:
                 if isinstance(event, ToolRound):
                     results = event.results
                 else:
                     yield event
-        turn.record_round(step.completion, started, calls, results, most=self._most)
+        if results is None or len(results) != len(calls):
+            raise ToolLoopError("a tool round must end with one result per call (ToolRound)")
+        turn.record_round(
+            step.completion, started, calls, results, most=self._most, tools_started=tools_started
+        )
 
     def _finish(self, turn: Turn, step: Finish, started: float, *, forced: bool) -> TurnEnd:
         """Step 5: the reply from the answering call; the turn is to be stored."""
@@ -210,20 +215,20 @@ class TurnEngine:
             step.completion,
             forced=forced,
             fallback=self.spec.final_answer_fallback,
-            model=cast(str, self.spec.model),
+            model=self.spec.model,
         )
         return TurnEnd(reply, store=True)
 
     def _filtered(self, turn: Turn, exc: ContentFilterError) -> TurnEnd:
         """The content filter stopped a call: a short notice, nothing stored."""
         logger.warning("%s: the content filter stopped the turn (%s)", turn.persona, exc)
-        model = cast(str, self.spec.model)
-        return TurnEnd(turn.reply(CONTENT_FILTER_NOTICE, "content_filter", model, []), store=False)
+        reply = turn.reply(CONTENT_FILTER_NOTICE, "content_filter", self.spec.model, [])
+        return TurnEnd(reply, store=False)
 
     def _request_for(
         self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
     ) -> ChatRequest:
-        """The round's request, for :meth:`_complete` and :meth:`_call_llm`.
+        """The round's request, for :meth:`_call_llm`.
 
         The request is ``[system, history..., user, this turn's tool rounds...]``. ``tools`` is
         the turn's plan: for a ``//`` message (the prefix already stripped) the built-in
@@ -239,74 +244,91 @@ class TurnEngine:
         # models, so nothing is re-validated or deep-copied per round.
         return self._request.model_copy(update={"messages": messages, "tools": tools})
 
-    async def _complete(
-        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
-    ) -> ChatCompletion:
-        """Send the turn's messages to the model with ``client.chat`` (``respond()``)."""
-        request = self._request_for(turn, tools=tools, forced=forced)
-        span = turn.watch.call_started(request, stream=False)
+    async def _complete(self, turn: Turn, request: ChatRequest) -> ChatCompletion:
+        """Step 2 of ``respond()``: :meth:`_call_llm` not streamed, its completion counted."""
+        watch = turn.watch
+        span = watch.call_started(request, stream=False)
+        completion = None
         try:
-            completion = await turn.client.chat(request)
+            async with aclosing(self._call_llm(request, turn, stream=False)) as items:
+                async for item in items:
+                    if isinstance(item, ChatCompletion):
+                        completion = item
+            if completion is None:
+                raise ToolLoopError("the model call returned no completion")
         except BaseException as exc:
-            turn.watch.call_failed(span, exc)
+            watch.call_failed(span, exc)
             raise
-        turn.watch.call_done(span, completion)
+        watch.call_done(span, completion)
+        turn.collect(completion)
         return completion
 
     async def _streamed(
-        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
+        self, turn: Turn, request: ChatRequest
     ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
-        """:meth:`_call_llm` with ``[ref_N]`` rewritten to ``[n]`` as the text streams.
+        """Step 2 of ``stream()``: :meth:`_call_llm` streamed, ``[ref_N]`` rewritten to ``[n]``
+        as the text streams, the completion counted and yielded last.
 
         A piece that may end inside a marker is held until the marker completes or proves not
         to be one (:class:`~generic_framework.core.citations.CitationStream`). What is still
-        held when the call ends is rewritten after the call's own sources were collected, so
-        the completion comes last, already collected.
+        held when the call ends is rewritten after the call's own sources were collected.
         """
-        server_search = any(isinstance(spec, WebSearchToolSpec) for spec in tools or ())
+        server_search = any(isinstance(spec, WebSearchToolSpec) for spec in request.tools or ())
         marks = turn.citations.stream(provisional=server_search)
+        watch = turn.watch
+        span = watch.call_started(request, stream=True)
         completion: ChatCompletion | None = None
-        async with aclosing(self._call_llm(turn, tools=tools, forced=forced)) as items:
-            async for item in items:
-                if not isinstance(item, TextDelta):
-                    completion = item
-                elif shown := marks.feed(item.text):
-                    yield TextDelta(shown)
-        if completion is None:
-            raise ToolLoopError("the model call returned no completion")
+        try:
+            async with aclosing(self._call_llm(request, turn, stream=True)) as items:
+                async for item in items:
+                    if isinstance(item, ChatCompletion):
+                        completion = item
+                        watch.call_done(span, item)
+                    elif shown := marks.feed(item.text):
+                        watch.text_started()
+                        yield TextDelta(shown)
+            if completion is None:
+                raise ToolLoopError("the model call returned no completion")
+        except BaseException as exc:
+            if completion is None:  # a failed or abandoned call
+                watch.call_failed(span, exc)
+            raise
         turn.collect(completion)
         if tail := marks.flush():
+            watch.text_started()
             yield TextDelta(tail)
         yield completion
 
     async def _call_llm(
-        self, turn: Turn, *, tools: list[ToolSpec] | None, forced: bool
+        self, request: ChatRequest, turn: Turn, *, stream: bool
     ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
-        """Send the turn's messages to the model with ``client.chat_stream`` (``stream()``).
+        """Send one request to the turn's model: every model call of a turn is made here.
+
+        Not streamed, it yields the completion of ``turn.model.chat(request)``; streamed, one
+        :class:`TextDelta` per text piece of ``turn.model.chat_stream(request)``, then the
+        completion. A subclass may override it (to answer from a script, a cache, another
+        model): the loop counts, traces and rewrites whatever it yields, in both modes. It
+        must yield exactly one :class:`ChatCompletion`, last; :class:`TextDelta` items before
+        it are shown in streamed turns and ignored otherwise.
 
         Yields:
-            :class:`TextDelta` pieces, then the completion.
+            :class:`TextDelta` pieces (streamed), then the completion.
         """
-        request = self._request_for(turn, tools=tools, forced=forced)
-        span = turn.watch.call_started(request, stream=True)
-        answered = False
-        # chat_stream is an async generator; closing it early releases the HTTP response.
-        stream_events = cast(AsyncGenerator[StreamEvent, None], turn.client.chat_stream(request))
+        if not stream:
+            yield await turn.model.chat(request)
+            return
+        events = turn.model.chat_stream(request)
         try:
-            async with aclosing(stream_events) as events:
-                async for event in events:
-                    if isinstance(event, ContentDelta):
-                        if turn.watch.awaiting_text:
-                            turn.watch.first_text()
-                        yield TextDelta(event.text)
-                    elif isinstance(event, StreamCompleted):
-                        answered = True
-                        turn.watch.call_done(span, event.completion)
-                        yield event.completion
-        except BaseException as exc:
-            if not answered:
-                turn.watch.call_failed(span, exc)
-            raise
+            async for event in events:
+                if isinstance(event, ContentDelta):
+                    yield TextDelta(event.text)
+                elif isinstance(event, StreamCompleted):
+                    yield event.completion
+        finally:
+            # Closing the client's generator early releases its HTTP response at once.
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
 
     async def _handle_tool_calls(
         self, message: AssistantMessage, turn: Turn
@@ -335,7 +357,6 @@ class TurnEngine:
         async with aclosing(running) as finished:
             async for index, outcome in finished:
                 outcomes[index] = outcome
-                turn.watch.tool_done(calls[index], outcome)
                 yield ToolFinished(outcome.name, outcome.ok, outcome.ms)
         results = [
             tool_result(call, outcome, turn.citations)

@@ -1,9 +1,10 @@
 """One turn, observed: its metrics, its spans and its log line, from one :class:`TurnWatch`.
 
 The persona makes a watch when a turn starts and hands it to the turn
-(:attr:`~generic_framework.core.turn.Turn.watch`); the engine tells it about each model call
-and each tool call, the persona about the first text and the end. Everything is counted on
-the watch as plain integers and written once, when the turn ends: the metrics of
+(:attr:`~generic_framework.core.turn.Turn.watch`); the loop tells it about each model call,
+the first streamed text and each recorded round, the persona about the end. The numbers are
+counted once, in the watch's :class:`~generic_framework.core.account.TurnAccount` (which the
+reply and the stored record read too), and written out when the turn ends: the metrics of
 :class:`~generic_framework.telemetry.metrics.Metrics`, the ``invoke_agent`` span with its
 ``chat`` and ``execute_tool`` children (only when tracing is on), and one log line on the
 ``generic_framework.turn`` logger (only when INFO is enabled) with the turn's id, persona,
@@ -15,12 +16,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
+from collections.abc import Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from generic_framework.core.reply import Reply
+from generic_framework.core.account import TurnAccount
+from generic_framework.core.reply import ToolResult
 from generic_framework.core.spec import PersonaSpec
-from generic_framework.core.tooling import CallOutcome, ToolPlan
+from generic_framework.core.tooling import ToolPlan
 from generic_framework.telemetry import Telemetry
 from generic_framework.telemetry.logs import conversation_hash
 from generic_framework.tools.search import SEARCH_TOOL_NAME
@@ -36,7 +40,12 @@ turn_logger = logging.getLogger("generic_framework.turn")
 
 
 class TurnWatch:
-    """Counts what one turn does and reports it when the turn ends.
+    """Keeps one turn's :class:`TurnAccount` and reports it when the turn ends.
+
+    The loop tells the watch about each model call and each tool round; the watch writes the
+    numbers into :attr:`account` (its only writer) and opens and ends the spans. When the turn
+    ends, the metrics, the turn's span attributes and its log line are all read from the
+    account, as the reply and the stored record are.
 
     Args:
         telemetry: the runtime's metrics and tracing.
@@ -47,25 +56,15 @@ class TurnWatch:
     """
 
     __slots__ = (
-        "_client_search",
         "_conversation_id",
         "_id",
         "_metrics",
         "_plan",
         "_span",
         "_tracing",
-        "awaiting_text",
-        "builtin_searches",
-        "cached",
-        "calls",
-        "client_searches",
-        "completion",
+        "account",
         "model",
         "persona",
-        "prompt",
-        "reasoning",
-        "request_ids",
-        "started",
         "stream",
     )
 
@@ -78,18 +77,14 @@ class TurnWatch:
         *,
         stream: bool,
     ) -> None:
-        self.started = perf_counter()
+        self.account = TurnAccount()
         self._metrics = telemetry.metrics
         self._tracing = telemetry.tracing
         self.persona = spec.name
         self.model = spec.model or ""
         self._plan = plan
-        self._client_search = spec.web_search.mode == "client"
         self._conversation_id = conversation_id
-        self.stream = self.awaiting_text = stream
-        self.calls = self.prompt = self.completion = self.cached = self.reasoning = 0
-        self.builtin_searches = self.client_searches = 0
-        self.request_ids: list[str] = []
+        self.stream = stream
         self._id: str | None = None
         self._span: Span | None = None
         if self._tracing is not None:
@@ -108,11 +103,15 @@ class TurnWatch:
             self._id = os.urandom(8).hex()
         return self._id
 
+    def began(self) -> None:
+        """The turn holds its conversation (or needs none) and begins."""
+        self.account.begin()
+
     # ------------------------------------------------------------------ model calls
 
     def call_started(self, request: ChatRequest, *, stream: bool) -> Span | None:
         """A model call starts; returns its span (``None`` when tracing is off)."""
-        self.calls += 1
+        self.account.calls += 1
         if self._tracing is None or self._span is None:
             return None
         tools = len(request.tools) if request.tools else 0
@@ -122,17 +121,7 @@ class TurnWatch:
 
     def call_done(self, span: Span | None, completion: ChatCompletion) -> None:
         """A model call answered: its usage, request id and server-side search are counted."""
-        usage = completion.usage
-        if usage is not None:
-            self.prompt += usage.prompt_tokens
-            self.completion += usage.completion_tokens
-            self.cached += usage.cached_tokens
-            self.reasoning += usage.reasoning_tokens
-        request_id = completion.request_id or completion.id
-        if request_id:
-            self.request_ids.append(request_id)
-        if completion.web_search:
-            self.builtin_searches += 1
+        self.account.answered(completion)
         if span is not None and self._tracing is not None:
             self._tracing.model_done(span, _response_attributes(completion), completion.message)
 
@@ -140,25 +129,48 @@ class TurnWatch:
         """A model call raised (or its stream was abandoned)."""
         request_id = getattr(exc, "request_id", None)
         if request_id:
-            self.request_ids.append(request_id)
+            self.account.request_ids.append(request_id)
         if span is not None and self._tracing is not None:
             self._tracing.failed(span, exc)
 
-    # ------------------------------------------------------------------ tools and text
+    def text_started(self) -> None:
+        """A streamed text delta is out; the first one of the turn is timed."""
+        self.account.text_started()
 
-    def tool_done(self, call: ToolCall, outcome: CallOutcome) -> None:
-        """A tool call ended (reported as it ends, in completion order)."""
-        name = outcome.name
-        builtin = self._plan.builtin_search and name == "web_search"
-        known = name in self._plan.functions or builtin
-        self._metrics.tool_call(self.persona, name if known else "unknown", outcome.ok)
-        if self._client_search and name == SEARCH_TOOL_NAME and outcome.ok:
-            self.client_searches += 1
-        if self._span is not None:
-            self._tool_span(self._span, call, outcome, name if known else "unknown", builtin)
+    # ------------------------------------------------------------------ tool rounds
+
+    def round_done(
+        self,
+        ms: float,
+        calls: Sequence[ToolCall] = (),
+        results: Sequence[ToolResult] = (),
+        tools_started: float = 0.0,
+    ) -> None:
+        """A round was recorded: its time, and its tool calls with their results.
+
+        ``tools_started`` is the ``perf_counter()`` at which the round's tools started (they
+        start together), so each tool's span starts there and lasts its own duration.
+        """
+        account, plan = self.account, self._plan
+        account.round_ms.append(ms)
+        for call, result in zip(calls, results, strict=True):
+            name = result.name
+            builtin = plan.builtin_search and name == "web_search"
+            label = name if builtin or name in plan.functions else "unknown"
+            account.tool_ended(label, result.ok)
+            if result.ok and name == SEARCH_TOOL_NAME and plan.search_mode is not None:
+                account.searched(plan.search_mode)
+            if self._span is not None:
+                self._tool_span(self._span, call, result, label, builtin, tools_started)
 
     def _tool_span(
-        self, parent: Span, call: ToolCall, outcome: CallOutcome, name: str, builtin: bool
+        self,
+        parent: Span,
+        call: ToolCall,
+        result: ToolResult,
+        name: str,
+        builtin: bool,
+        started: float,
     ) -> None:
         if self._tracing is None:
             return
@@ -171,22 +183,18 @@ class TurnWatch:
         self._tracing.tool_call(
             parent,
             attributes,
-            seconds=outcome.ms / 1000.0,
-            error=None if outcome.ok else (outcome.result.error or "failed"),
+            start_ns=time.time_ns() - int((perf_counter() - started) * 1e9),
+            seconds=result.duration_ms / 1000.0,
+            error=None if result.ok else (result.error or "failed"),
             arguments=call.function.arguments,
-            result=outcome.result.content,
+            result=result.content,
         )
-
-    def first_text(self) -> None:
-        """The turn's first text delta is out (streamed turns)."""
-        self.awaiting_text = False
-        self._metrics.first_text(self.persona, perf_counter() - self.started)
 
     # ------------------------------------------------------------------ the end
 
-    def finished(self, reply: Reply) -> None:
-        """The turn ended with ``reply``."""
-        self._end(reply.stop_reason, None)
+    def finished(self, stop_reason: str) -> None:
+        """The turn ended with a reply that stopped for ``stop_reason``."""
+        self._end(stop_reason, None)
 
     def failed(self, exc: BaseException) -> None:
         """The turn raised ``exc``, or was abandoned (``cancelled``)."""
@@ -194,21 +202,9 @@ class TurnWatch:
         self._end("cancelled" if cancelled else "error", exc)
 
     def _end(self, outcome: str, exc: BaseException | None) -> None:
-        seconds = perf_counter() - self.started
-        metrics = self._metrics
-        metrics.turn(self.persona, outcome, seconds, self.calls)
-        metrics.tokens(
-            self.persona,
-            self.model,
-            prompt=self.prompt,
-            completion=self.completion,
-            cached=self.cached,
-            reasoning=self.reasoning,
-        )
-        if self.builtin_searches:
-            metrics.web_searches(self.persona, "builtin", self.builtin_searches)
-        if self.client_searches:
-            metrics.web_searches(self.persona, "client", self.client_searches)
+        account = self.account
+        account.end()
+        self._count(outcome)
         if self._span is not None and self._tracing is not None:
             if exc is None:
                 self._tracing.turn_done(self._span, self._turn_attributes(outcome))
@@ -218,38 +214,61 @@ class TurnWatch:
         # INFO for failed turns too: the error itself reaches the caller (a CLI line, an HTTP
         # error), and a WARNING here would print a second line on the CLI's stderr.
         if turn_logger.isEnabledFor(logging.INFO):
-            self._log(outcome, seconds, exc)
+            self._log(outcome, exc)
+
+    def _count(self, outcome: str) -> None:
+        """The account into the metrics."""
+        account, metrics, persona = self.account, self._metrics, self.persona
+        metrics.turn(persona, outcome, account.seconds, account.calls)
+        metrics.tokens(
+            persona,
+            self.model,
+            prompt=account.prompt,
+            completion=account.completion,
+            cached=account.cached,
+            reasoning=account.reasoning,
+        )
+        for mode, count in account.searches.items():
+            metrics.web_searches(persona, mode, count)
+        for (tool, ok), count in account.tools.items():
+            metrics.tool_call(persona, tool, ok, count)
+        if self.stream and account.first_text is not None:
+            metrics.first_text(persona, account.first_text)
 
     def _turn_attributes(self, outcome: str) -> dict[str, Any]:
+        account = self.account
         return {
             "generic_framework.stop_reason": outcome,
-            "generic_framework.rounds": self.calls,
-            "generic_framework.web_searches": self.builtin_searches + self.client_searches,
-            "gen_ai.usage.input_tokens": self.prompt,
-            "gen_ai.usage.output_tokens": self.completion,
-            "gen_ai.usage.cache_read.input_tokens": self.cached,
-            "gen_ai.usage.reasoning.output_tokens": self.reasoning,
-            "zai.request_ids": list(self.request_ids),
+            "generic_framework.rounds": account.calls,
+            "generic_framework.web_searches": account.web_searches,
+            "gen_ai.usage.input_tokens": account.prompt,
+            "gen_ai.usage.output_tokens": account.completion,
+            "gen_ai.usage.cache_read.input_tokens": account.cached,
+            "gen_ai.usage.reasoning.output_tokens": account.reasoning,
+            "zai.request_ids": list(account.request_ids),
         }
 
-    def _log(self, outcome: str, seconds: float, exc: BaseException | None) -> None:
+    def _log(self, outcome: str, exc: BaseException | None) -> None:
+        account = self.account
         fields: dict[str, Any] = {
             "event": "turn",
             "turn_id": self.turn_id,
             "persona": self.persona,
             "model": self.model,
             "conversation": conversation_hash(self._conversation_id),
-            "request_id": self.request_ids[-1] if self.request_ids else None,
-            "request_ids": list(self.request_ids),
+            "request_id": account.request_ids[-1] if account.request_ids else None,
+            "request_ids": list(account.request_ids),
             "outcome": outcome,
             "stream": self.stream,
-            "rounds": self.calls,
-            "duration_ms": round(seconds * 1000.0, 1),
-            "prompt_tokens": self.prompt,
-            "completion_tokens": self.completion,
-            "cached_tokens": self.cached,
-            "reasoning_tokens": self.reasoning,
-            "web_searches": self.builtin_searches + self.client_searches,
+            "rounds": account.calls,
+            "duration_ms": round(account.seconds * 1000.0, 1),
+            "lock_wait_ms": round(account.waited * 1000.0, 1),
+            "prompt_tokens": account.prompt,
+            "completion_tokens": account.completion,
+            "cached_tokens": account.cached,
+            "reasoning_tokens": account.reasoning,
+            "web_searches": account.web_searches,
+            "web_searches_by_mode": dict(account.searches),
         }
         if exc is not None:
             fields["error_type"] = type(exc).__name__
@@ -261,10 +280,10 @@ class TurnWatch:
             self.persona,
             fields["conversation"],
             outcome,
-            self.calls,
+            account.calls,
             fields["duration_ms"],
-            self.prompt,
-            self.completion,
+            account.prompt,
+            account.completion,
             fields["request_id"],
             extra=fields,
         )

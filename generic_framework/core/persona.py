@@ -15,8 +15,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from contextlib import aclosing
-from datetime import UTC, datetime
-from time import perf_counter
 from types import TracebackType
 from typing import Any, Self
 
@@ -44,7 +42,7 @@ from generic_framework.core.tooling import (
 from generic_framework.core.turn import Turn, turn_record
 from generic_framework.limits import check_conversation_id, check_text
 from generic_framework.mcp_tools.spec import MCPServerSpec
-from generic_framework.tools.base import FunctionTool
+from generic_framework.tools.base import FunctionTool, Tool
 from generic_framework.tools.search import SearchFunction
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.errors import ToolLoopError
@@ -167,7 +165,8 @@ class Persona(TurnEngine):
             self._search_source(resolved.web_search),
             tools_always=spec.tools_always,
         )
-        self._mcp_plans: dict[tuple[int, tuple[int, ...]], ToolPlan] = {}
+        # Keyed on the tool objects themselves (held by the key, so never reused for others).
+        self._mcp_plans: dict[tuple[bool, tuple[Tool, ...]], ToolPlan] = {}
 
     def _search_source(self, search: WebSearch) -> Callable[[], SearchFunction]:
         """Where ``search_web`` searches: the Web Search API, or the Web Search MCP server."""
@@ -198,7 +197,7 @@ class Persona(TurnEngine):
     @property
     def model(self) -> str:
         """The GLM model id."""
-        return self.spec.model or ""
+        return self.spec.model
 
     @property
     def temperature(self) -> float | None:
@@ -213,7 +212,7 @@ class Persona(TurnEngine):
     @property
     def max_tool_rounds(self) -> int:
         """Tool rounds per turn before the forced final answer."""
-        return self.spec.max_tool_rounds or 0
+        return self.spec.max_tool_rounds
 
     @property
     def web_search(self) -> WebSearch:
@@ -302,6 +301,10 @@ class Persona(TurnEngine):
             await self.runtime.aclose()
 
     async def __aenter__(self) -> Self:
+        """Open the persona's own runtime now (its client in a worker thread); a shared
+        runtime is its owner's to open."""
+        if self._owns_runtime:
+            await self.runtime.open()
         return self
 
     async def __aexit__(
@@ -356,7 +359,7 @@ class Persona(TurnEngine):
         watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
         try:
             async with self.runtime.conversation(conversation_id) as held:
-                started_at, started = datetime.now(UTC), perf_counter()
+                watch.began()
                 earlier = list(foreign.messages)
                 if held is not None:
                     earlier = await held.load(self.settings.history_turns)
@@ -368,14 +371,13 @@ class Persona(TurnEngine):
                         else:
                             yield event
                 if end is not None and end.store and held is not None:
-                    took = (perf_counter() - started) * 1000.0
-                    record = turn_record(text, end.reply, started_at, took)
+                    record = turn_record(text, end.reply, watch.account)
                     await held.append_turn(self.name, turn.new, record)
         except BaseException as exc:
             watch.failed(exc)
             raise
         if end is not None:
-            watch.finished(end.reply)
+            watch.finished(end.reply.stop_reason)
             yield Done(end.reply)
 
     def _parse(self, text: str) -> tuple[str, ToolPlan]:
@@ -390,7 +392,8 @@ class Persona(TurnEngine):
 
         ``//`` turns offer them, and plain turns of a ``tools_always`` persona (never with
         ``max_tool_rounds = 0``: no server is started for tools that are not offered). The plan
-        is cached per set of tool objects, which the runtime keeps while the sessions last.
+        is cached per kind of turn and tuple of tool objects (the runtime hands out the same
+        tuple while the sessions and their tool lists last).
         """
         offers = web or self.spec.tools_always
         if not self.spec.mcp_servers or not offers or self.max_tool_rounds == 0:
@@ -398,8 +401,7 @@ class Persona(TurnEngine):
         tools = await self.runtime.mcp.toolset(
             self.spec.mcp_servers, reserved=reserved_names(plan), persona=self.name
         )
-        # The plans hold the tools, so their ids stay unique while they are cached here.
-        key = (id(plan), tuple(id(tool) for tool in tools))
+        key = (web, tuple(tools))
         merged = self._mcp_plans.get(key)
         if merged is None:
             if len(self._mcp_plans) >= 64:
@@ -423,7 +425,7 @@ class Persona(TurnEngine):
         )
         return Turn(
             persona=self.name,
-            client=self.runtime.client,
+            model=self.runtime.model,
             plan=plan,
             prefix=[*self._system, *system, *safe],
             new=[UserMessage(content=query)],

@@ -98,8 +98,8 @@ class Reply(BaseModel):
         messages: the turn's new messages in order (user, assistant tool calls, tool answers,
             final answer), as stored. Empty when nothing was stored: a bare ``//`` or a turn
             stopped by the content filter.
-        web_searches: model calls that returned sources (server-side search) plus client-side
-            ``search_web`` calls.
+        web_searches: model calls that returned sources (server-side search) plus the
+            ``search_web`` calls the search answered (``client`` and ``mcp`` modes).
     """
 
     content: str

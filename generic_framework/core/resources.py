@@ -1,5 +1,6 @@
 """Resources: the one owner of a GLM client, a conversation store, the conversation locks and
-the MCP sessions.
+the MCP sessions; and the chat model the personas' turns call (the client, unless another
+:class:`~generic_framework.wire.model.ChatModel` is given).
 
 :class:`~generic_framework.runtime.Runtime` is the public face (it adds the persona files); a
 :class:`~generic_framework.core.persona.Persona` made without a runtime owns a private
@@ -37,6 +38,7 @@ from generic_framework.store import is_postgres_url, open_store
 from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
+from generic_framework.wire.model import ChatModel
 from generic_framework.wire.slots import LocalSlots, UpstreamSlots
 
 if TYPE_CHECKING:
@@ -63,6 +65,11 @@ class Resources:
         settings: the configuration; :meth:`Settings.defaults() <Settings.defaults>` (not the
             environment) when omitted.
         client: a client to borrow (never closed here); one is opened on first use otherwise.
+        model: what answers the personas' model calls instead of the client: any
+            :class:`~generic_framework.wire.model.ChatModel`, such as
+            :class:`generic_framework.testing.FunctionModel` in a test. The client is then
+            opened only if something still needs it (``search_web`` in ``client`` mode calls
+            the Web Search API through it); :meth:`open` leaves it closed.
         store: a store to borrow (never closed here); otherwise the one ``DATABASE_URL``
             names (SQLite at ``settings.database_path`` when unset) is opened on first use.
         transport: an httpx transport for the owned client (tests, the recorder).
@@ -78,12 +85,14 @@ class Resources:
         settings: Settings | None = None,
         *,
         client: GLMClient | None = None,
+        model: ChatModel | None = None,
         store: ConversationStore | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         telemetry: Telemetry | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.defaults()
+        self._model = model
         self.locks = ConversationLocks()
         if telemetry is None:
             capture = self.settings.otel_instrumentation_genai_capture_message_content
@@ -109,6 +118,11 @@ class Resources:
             self._client = self._new_client(self._slots())
             self._opened.append(self._client)
         return self._client
+
+    @property
+    def model(self) -> ChatModel:
+        """What answers the personas' model calls: the ``model`` given, else :attr:`client`."""
+        return self._model if self._model is not None else self.client
 
     @property
     def store(self) -> ConversationStore:
@@ -169,8 +183,9 @@ class Resources:
 
         Building the client loads the CA bundle (tens of milliseconds); done on first use it
         would block the event loop, and every other task with it. ``async with`` calls this.
+        With a ``model`` given, the client is left to be opened on first use, if ever.
         """
-        if self._client is None:
+        if self._client is None and self._model is None:
             self._check_open()
             slots = self._slots()
             client = await asyncio.to_thread(self._new_client, slots)

@@ -4,7 +4,8 @@ Persona files (:mod:`~generic_framework.core.loader`) and code (:class:`Persona(
 <generic_framework.core.persona.Persona>`) both build a :class:`PersonaSpec`; its field types
 come from :mod:`generic_framework.limits`, the same rules the environment's settings follow.
 Fields left ``None`` take the settings' values when the spec is resolved
-(:meth:`PersonaSpec.resolve`), which a persona does once, when it is bound to a runtime.
+(:meth:`PersonaSpec.resolve`), which a persona does once, when it is bound to a runtime; the
+result is a :class:`ResolvedSpec`, whose model and round cap cannot be ``None``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Thinking
 
-__all__ = ["DEFAULT_FINAL_ANSWER_FALLBACK", "PersonaSpec", "explain"]
+__all__ = ["DEFAULT_FINAL_ANSWER_FALLBACK", "PersonaSpec", "ResolvedSpec", "explain"]
 
 DEFAULT_FINAL_ANSWER_FALLBACK = (
     "Sorry, I could not put an answer together this time. Please try again or rephrase."
@@ -134,26 +135,31 @@ class PersonaSpec(BaseModel):
             problems = explain(exc)
             raise ConfigError(f"{source}: {problems}" if source else problems) from None
 
-    def resolve(self, settings: Settings) -> PersonaSpec:
-        """A copy with every setting-backed field filled from ``settings``."""
+    def resolve(self, settings: Settings) -> ResolvedSpec:
+        """This spec with every setting-backed field filled from ``settings``."""
         thinking = self.thinking
         if thinking is None and settings.llm_thinking is not None:
             thinking = Thinking(type=settings.llm_thinking)
-        return self.model_copy(
-            update={
-                "model": self.model or settings.llm_model,
-                "temperature": (
-                    self.temperature if self.temperature is not None else settings.llm_temperature
-                ),
-                "thinking": thinking,
-                "max_tool_rounds": (
-                    self.max_tool_rounds
-                    if self.max_tool_rounds is not None
-                    else settings.max_tool_rounds
-                ),
-                "web_search": self.web_search.resolve(settings),
-            }
+        temperature = self.temperature
+        rounds = self.max_tool_rounds
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        fields.update(
+            model=self.model or settings.llm_model,
+            temperature=temperature if temperature is not None else settings.llm_temperature,
+            thinking=thinking,
+            max_tool_rounds=rounds if rounds is not None else settings.max_tool_rounds,
+            web_search=self.web_search.resolve(settings),
         )
+        return ResolvedSpec.model_validate(fields)
+
+
+class ResolvedSpec(PersonaSpec):
+    """A :class:`PersonaSpec` with the settings' values filled in (:meth:`PersonaSpec.resolve`):
+    what a turn engine runs. ``model`` and ``max_tool_rounds`` are always set, and
+    ``web_search.mode`` is never ``auto``."""
+
+    model: ModelId
+    max_tool_rounds: ToolRounds
 
 
 def explain(exc: ValidationError) -> str:

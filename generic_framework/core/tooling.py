@@ -17,6 +17,7 @@ from time import perf_counter
 
 from pydantic_core import to_json
 
+from generic_framework.core.account import SearchRoute
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.reply import ToolResult
 from generic_framework.tools.base import FunctionTool, Tool, ToolOutcome
@@ -56,11 +57,16 @@ the call only needs acknowledging (DESIGN §1). docs/design/0302 explains why it
 
 @dataclass(frozen=True, slots=True)
 class ToolPlan:
-    """What one kind of turn offers: the wire specs (built once) and the tools by name."""
+    """What one kind of turn offers: the wire specs (built once) and the tools by name.
+
+    ``builtin_search``: the built-in ``web_search`` tool is offered. ``search_mode``: the mode
+    (``client`` or ``mcp``) of the ``search_web`` tool among the functions, if there is one.
+    """
 
     specs: list[ToolSpec] | None
     functions: Mapping[str, Tool]
     builtin_search: bool = False
+    search_mode: SearchRoute | None = None
 
 
 def with_tools(plan: ToolPlan, tools: Sequence[Tool]) -> ToolPlan:
@@ -69,7 +75,9 @@ def with_tools(plan: ToolPlan, tools: Sequence[Tool]) -> ToolPlan:
         return plan
     specs: list[ToolSpec] = [*(plan.specs or ()), *(tool.spec for tool in tools)]
     functions = {**plan.functions, **{tool.name: tool for tool in tools}}
-    return ToolPlan(specs, functions, builtin_search=plan.builtin_search)
+    return ToolPlan(
+        specs, functions, builtin_search=plan.builtin_search, search_mode=plan.search_mode
+    )
 
 
 def reserved_names(plan: ToolPlan) -> frozenset[str]:
@@ -137,7 +145,9 @@ def build_plans(
             raise ConfigError(f"persona {persona!r}: the name {SEARCH_TOOL_NAME!r} is reserved")
         search_tool = make_search_tool(search_function, search)
         return plain, ToolPlan(
-            [*specs, search_tool.spec], {**functions, SEARCH_TOOL_NAME: search_tool}
+            [*specs, search_tool.spec],
+            {**functions, SEARCH_TOOL_NAME: search_tool},
+            search_mode=search.mode,
         )
     return plain, ToolPlan(specs or None, functions)
 

@@ -1,7 +1,9 @@
 """The state of one user turn while the loop runs, and how it becomes a :class:`Reply`.
 
 Kept apart from :mod:`~generic_framework.core.persona` so the loop reads as the algorithm and
-this module as the bookkeeping: usage, rounds, citations, the final assistant message.
+this module as the bookkeeping: rounds, citations, the final assistant message. The turn's
+numbers (tokens, searches, tool calls, timings) are in its watch's
+:class:`~generic_framework.core.account.TurnAccount`, read here for the reply and the record.
 """
 
 from __future__ import annotations
@@ -9,43 +11,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from time import perf_counter
 
+from generic_framework.core.account import TurnAccount
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.observe import TurnWatch
 from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
 from generic_framework.core.tooling import ToolPlan, call_name
 from generic_framework.store.base import SourceRecord, TurnRecord
-from generic_framework.tools.search import SEARCH_TOOL_NAME
-from generic_framework.wire.client import GLMClient
-from generic_framework.wire.messages import (
-    AssistantMessage,
-    ChatCompletion,
-    Message,
-    ToolCall,
-    Usage,
-)
+from generic_framework.wire.messages import AssistantMessage, ChatCompletion, Message, ToolCall
+from generic_framework.wire.model import ChatModel
 
-__all__ = ["Turn", "total_usage", "turn_record"]
+__all__ = ["Turn", "turn_record"]
 
 logger = logging.getLogger("generic_framework.persona")
 
 
-def total_usage(usages: Sequence[Usage]) -> Usage:
-    """The sum of the rounds' token counts (one addition per extra round)."""
-    if not usages:
-        return Usage()
-    total = usages[0]
-    for usage in usages[1:]:
-        total = total + usage
-    return total
-
-
-def turn_record(text: str, reply: Reply, started_at: datetime, duration_ms: float) -> TurnRecord:
+def turn_record(text: str, reply: Reply, account: TurnAccount) -> TurnRecord:
     """What the store keeps beside a turn's messages: ``text`` as typed (``//`` included),
-    the reply's model, stop reason, sources and usage, and the timings."""
-    usage = reply.usage
+    the reply's model, stop reason and sources, and the numbers of the turn's ``account``
+    (the same the reply, the metrics and the log line show), timed from the turn's beginning."""
     return TurnRecord(
         input=text,
         model=reply.model,
@@ -54,15 +39,15 @@ def turn_record(text: str, reply: Reply, started_at: datetime, duration_ms: floa
             SourceRecord(c.number, c.title, c.url, c.site, c.published, c.snippet, c.ref)
             for c in reply.citations
         ),
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        cached_tokens=usage.cached_tokens,
-        reasoning_tokens=usage.reasoning_tokens,
-        web_searches=reply.web_searches,
-        rounds=len(reply.rounds),
-        started_at=started_at.isoformat(timespec="milliseconds"),
-        duration_ms=round(duration_ms, 1),
-        round_ms=tuple(round(r.duration_ms, 1) for r in reply.rounds),
+        prompt_tokens=account.prompt,
+        completion_tokens=account.completion,
+        cached_tokens=account.cached,
+        reasoning_tokens=account.reasoning,
+        web_searches=account.web_searches,
+        rounds=account.calls,
+        started_at=account.began_at.isoformat(timespec="milliseconds"),
+        duration_ms=round(account.turn_ms, 1),
+        round_ms=tuple(round(ms, 1) for ms in account.round_ms),
     )
 
 
@@ -72,22 +57,23 @@ class Turn:
 
     Given (explicitly, when the turn starts):
         persona: the persona's name, for log lines.
-        client: the client that calls the model.
+        model: what answers the turn's model calls (the runtime's
+            :class:`~generic_framework.wire.model.ChatModel`: its GLM client, or a scripted
+            model).
         plan: the tools this turn offers (chosen by ``//``).
         prefix: system prompt + sanitised history: the same for every round.
         conversation_id: where the turn will be stored, if anywhere.
-        watch: told about each model call and tool call (metrics, spans, the turn's log line).
+        watch: told about each model call and each round; keeps the turn's
+            :class:`~generic_framework.core.account.TurnAccount`.
 
     Produced (appended by the loop):
         new: this turn's messages, starting with the user message.
         citations: the sources found so far, numbered in order.
         rounds: one :class:`RoundState` per model call.
-        usages: the token counts of each call.
-        web_searches: calls that returned sources, plus client-side ``search_web`` calls.
     """
 
     persona: str
-    client: GLMClient
+    model: ChatModel
     plan: ToolPlan
     prefix: list[Message]
     new: list[Message]
@@ -95,16 +81,16 @@ class Turn:
     watch: TurnWatch
     citations: CitationBook = field(default_factory=CitationBook)
     rounds: list[RoundState] = field(default_factory=list)
-    usages: list[Usage] = field(default_factory=list)
-    web_searches: int = 0
+
+    @property
+    def account(self) -> TurnAccount:
+        """The turn's numbers (its watch writes them)."""
+        return self.watch.account
 
     def collect(self, completion: ChatCompletion) -> None:
-        """Keep a completion's usage and its ``web_search[]`` sources."""
-        if completion.usage is not None:
-            self.usages.append(completion.usage)
+        """Keep a completion's ``web_search[]`` sources as citations."""
         if completion.web_search:
             self.citations.add_server_results(completion.web_search)
-            self.web_searches += 1
 
     def record_round(
         self,
@@ -114,33 +100,33 @@ class Turn:
         results: Sequence[ToolResult] = (),
         *,
         most: int,
+        tools_started: float = 0.0,
     ) -> None:
-        """Add the round's :class:`RoundState` (its calls and their results) and log it."""
+        """Add the round's :class:`RoundState` (its calls and their results), count it in the
+        account (``tools_started``: when its tools started, for their spans), log it."""
         ms = (perf_counter() - started) * 1000.0
         number = len(self.rounds) + 1
         infos = [
             ToolCallInfo(id=c.id, name=call_name(c), arguments=c.function.arguments) for c in calls
         ]
-        self.web_searches += sum(info.name == SEARCH_TOOL_NAME for info in infos)
+        usage = completion.usage
         self.rounds.append(
             RoundState(
                 number=number,
                 tool_calls=infos,
                 results=list(results),
-                usage=completion.usage,
+                usage=usage,
                 finish_reason=completion.finish_reason,
                 duration_ms=ms,
             )
         )
+        self.watch.round_done(ms, calls, results, tools_started)
         if logger.isEnabledFor(logging.INFO):
+            names = ",".join(info.name for info in infos) or "none"
+            tokens = usage.total_tokens if usage else 0
             logger.info(
                 "%s round %d/%d: tools=%s, %.0f ms, %d tokens",
-                self.persona,
-                number,
-                most,
-                ",".join(info.name for info in infos) or "none",
-                ms,
-                completion.usage.total_tokens if completion.usage else 0,
+                *(self.persona, number, most, names, ms, tokens),
             )
 
     def finish(
@@ -167,15 +153,18 @@ class Turn:
         return self.reply(content, stop, completion.model or model, self.new)
 
     def reply(self, content: str, stop: StopReason, model: str, messages: list[Message]) -> Reply:
-        """The :class:`Reply` with the turn's citations, rounds and summed usage."""
+        """The :class:`Reply` with the turn's citations and rounds, and the account's usage
+        and web searches; the account's clock stops here."""
+        account = self.account
+        account.end()
         return Reply(
             content=content,
             citations=self.citations.citations,
             rounds=self.rounds,
-            usage=total_usage(self.usages),
+            usage=account.usage(),
             stop_reason=stop,
             model=model,
             conversation_id=self.conversation_id,
             messages=messages,
-            web_searches=self.web_searches,
+            web_searches=account.web_searches,
         )

@@ -28,6 +28,7 @@ from generic_framework.config import Settings
 from generic_framework.core.events import Done
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
+from generic_framework.core.spec import PersonaSpec
 from generic_framework.mock.fixture import DEFAULT_PERSONA, Fixture, FixtureError
 from generic_framework.mock.sse import parse_sse
 from generic_framework.runtime import Runtime
@@ -355,14 +356,14 @@ async def record(
     description: str = "",
     transport: httpx.AsyncBaseTransport | None = None,
     environ: Mapping[str, str] | None = None,
+    specs: Mapping[str, PersonaSpec] | None = None,
 ) -> Path:
     """Run one message through a persona against the configured endpoint; save it as a fixture.
 
-    Returns the path written. The turn has no conversation (no history). An API error still
-    produces a fixture, whose ``expected.error`` names it, so failures can be replayed too.
+    Returns the path written. No conversation (no history); an API error is recorded too.
 
     Args:
-        settings: the endpoint and key to record against, and ``PERSONAS_DIR``.
+        settings: the endpoint, the key, and ``PERSONAS_DIR`` (unless ``specs``: already read).
         message: what the user says (``//`` for a web question).
         out: the fixture file to write; its stem becomes the fixture's name.
         persona: the persona's name (``scout``, else the first one found, by default).
@@ -378,7 +379,7 @@ async def record(
     """
     recorder = RecordingTransport(transport)
     secret = settings.api_key.get_secret_value() if settings.api_key else ""
-    async with Runtime(settings, transport=recorder, environ=environ) as runtime:
+    async with Runtime(settings, transport=recorder, environ=environ, specs=specs) as runtime:
         chosen = runtime.persona(persona)
         reply, error = await _run_turn(chosen, message, stream)
     fixture = build_fixture(

@@ -80,7 +80,7 @@ class TurnRecord:
         sources: the reply's citations, numbered as cited.
         prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens: usage summed over
             the turn's model calls.
-        web_searches: model calls that returned sources plus client-side ``search_web`` calls.
+        web_searches: model calls that returned sources plus answered ``search_web`` calls.
         rounds: model calls made for the turn.
         started_at: when the turn started (ISO 8601, UTC).
         duration_ms: from the start to the reply, storage excluded.

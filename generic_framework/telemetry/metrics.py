@@ -179,8 +179,9 @@ _SPECS: tuple[tuple[str, str, str, tuple[str, ...], tuple[float, ...]], ...] = (
     ("rounds", "counter", "Model calls made by turns (one per round).", ("persona",), ()),
     ("tool_calls", "counter", "Tool calls by tool and outcome (ok, or error: the model was "
      "sent an error text).", ("persona", "tool", "outcome"), ()),
-    ("web_searches", "counter", "Web searches seen by the client (builtin: model calls that "
-     "returned web_search sources; client: Web Search API calls).", ("persona", "mode"), ()),
+    ("web_searches", "counter", "Web searches of turns (builtin: model calls that returned "
+     "web_search sources; client: search_web calls the Web Search API answered; mcp: "
+     "search_web calls the Web Search MCP server answered).", ("persona", "mode"), ()),
     ("tokens", "counter", "Tokens reported by Z.AI (prompt includes cached, completion "
      "includes reasoning).", ("persona", "model", "kind"), ()),
     ("upstream_requests", "counter", "HTTP exchanges with Z.AI by status (or timeout / "
@@ -298,12 +299,12 @@ class Metrics:
         """A streamed turn produced its first text."""
         self._first_text.child(persona).observe(seconds)
 
-    def tool_call(self, persona: str, tool: str, ok: bool) -> None:
-        """One tool call ended (``tool`` already bounded by the caller)."""
-        self._tools.child(persona, tool, "ok" if ok else "error").inc()
+    def tool_call(self, persona: str, tool: str, ok: bool, count: int = 1) -> None:
+        """``count`` tool calls ended (``tool`` already bounded by the caller)."""
+        self._tools.child(persona, tool, "ok" if ok else "error").inc(count)
 
     def web_searches(self, persona: str, mode: str, count: int) -> None:
-        """``count`` web searches of a turn, by ``mode`` (``builtin`` or ``client``)."""
+        """``count`` web searches of a turn, by ``mode`` (``builtin``, ``client`` or ``mcp``)."""
         self._searches.child(persona, mode).inc(count)
 
     def tokens(

@@ -238,15 +238,19 @@ class Tracing:
         error: str | None,
         arguments: str = "",
         result: str = "",
+        start_ns: int | None = None,
     ) -> None:
-        """Record a finished tool call as a span that ended now and lasted ``seconds``."""
-        end = time.time_ns()
+        """Record a finished tool call as a span that lasted ``seconds``: from ``start_ns``
+        (``time.time_ns()``) when given, else ending now."""
+        length = int(seconds * 1e9)
+        start = time.time_ns() - length if start_ns is None else start_ns
+        end = start + length
         span = self.tracer.start_span(
             f"execute_tool {attributes['gen_ai.tool.name']}",
             context=self._in(parent),
             kind=self._kind_internal,
             attributes={"gen_ai.operation.name": "execute_tool", **attributes},
-            start_time=end - int(seconds * 1e9),
+            start_time=start,
         )
         if self.capture_content:
             span.set_attribute("gen_ai.tool.call.arguments", redact(arguments, _CONTENT_LIMIT))

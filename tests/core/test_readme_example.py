@@ -64,3 +64,19 @@ def test_the_readme_python_example_runs_unchanged(tmp_path: Path) -> None:
     assert "completed" in result.stdout
     assert served["requests"] == 2, served
     assert "Warning" not in result.stderr, result.stderr
+
+
+def test_the_readme_testing_example_runs_unchanged(tmp_path: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    example = next(block for block in blocks if "FunctionModel(" in block)
+    script = example + "\nimport asyncio\nasyncio.run(test_adder())\nprint('passed')\n"
+    result = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "passed" and result.stderr == ""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from zai_script import Script, call, completion, make_settings, source
@@ -11,6 +12,7 @@ from zai_script import Script, call, completion, make_settings, source
 from generic_framework.core.persona import Persona
 from generic_framework.runtime import Runtime
 from generic_framework.service.mapping import turn_record_body
+from generic_framework.testing import FunctionModel
 from generic_framework.tools import tool
 from generic_framework.wire.client import GLMClient
 
@@ -84,3 +86,22 @@ async def test_a_plain_turn_without_conversation_stores_nothing(
         assert await runtime.store.conversation_ids() == []
     finally:
         await runtime.aclose()
+
+
+async def test_a_queued_turn_is_recorded_from_when_it_held_its_conversation(
+    tmp_path: Path,
+) -> None:
+    async def slow(request: object) -> str:
+        await asyncio.sleep(0.05)
+        return "ok"
+
+    async with Runtime(make_settings(tmp_path), model=FunctionModel(slow)) as runtime:
+        persona = Persona("p", "S.", runtime=runtime)
+        await asyncio.gather(*(persona.respond(f"hi {n}", conversation_id="c1") for n in range(2)))
+        turns = await runtime.store.turns("c1")
+    assert turns is not None and len(turns) == 2
+    first, second = (t.record for t in turns)
+    assert first is not None and second is not None
+    ended = datetime.fromisoformat(first.started_at) + timedelta(milliseconds=first.duration_ms)
+    # The second turn waited for the first: it began when the first ended, not when it arrived.
+    assert datetime.fromisoformat(second.started_at) >= ended - timedelta(milliseconds=2)
