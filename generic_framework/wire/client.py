@@ -186,7 +186,8 @@ class GLMClient:
         body = request.model_copy(update={"stream": True}).to_wire()
         _log_payload("stream request", body)
         call = _Call("chat_stream", self._chat_url, body, stream=True)
-        # The successful attempt keeps its slot until the stream is finished or abandoned.
+        # Each attempt takes a slot (none is held while waiting to retry); the successful one
+        # keeps it until the stream is finished or abandoned.
         exchange = await self._policy.call(
             lambda: self._attempt(call, _first_event), on_retry=self._retried(call)
         )
