@@ -1,10 +1,17 @@
-"""GLMClient: the only place in generic_framework that does HTTP.
+"""GLMClient: the only place in generic_framework that sends requests to Z.AI's REST API.
 
-One shared :class:`httpx.AsyncClient` (owned, or borrowed and then never closed), Bearer auth,
-the timeouts from :class:`~generic_framework.config.Settings`, the retry policy of
-:mod:`generic_framework.wire.retry`, and one translation of every failure into the error tree of
-:mod:`generic_framework.wire.errors`. Bodies are parsed once, here, into the wire types of
-:mod:`generic_framework.wire.messages`.
+Chat completions (plain and streamed) and the Web Search API go through here, each attempt
+through one method (``GLMClient._attempt``): one shared :class:`httpx.AsyncClient` (owned, or
+borrowed and then never closed), Bearer auth, the timeouts from
+:class:`~generic_framework.config.Settings`, a slot of the upstream budget
+(:mod:`generic_framework.wire.slots`), the retry policy of :mod:`generic_framework.wire.retry`,
+and one translation of every failure into the error tree of :mod:`generic_framework.wire.errors`.
+Bodies are parsed once, here, into the wire types of :mod:`generic_framework.wire.messages`.
+
+Other HTTP in the package is not Z.AI's REST API and does not come here: MCP servers, Z.AI's
+Web Search MCP endpoint among them, are spoken to by the ``mcp`` SDK over its own ``httpx2``
+client (:mod:`generic_framework.mcp_tools.sdk`); the recorder is a transport beneath this
+client; the service and the mock are servers.
 """
 
 from __future__ import annotations
@@ -16,15 +23,16 @@ import logging
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from time import perf_counter
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 import httpx
 from pydantic import BaseModel
 
 from generic_framework.config import Settings
-from generic_framework.wire.direct import DirectSend
+from generic_framework.wire.direct import ClientSend, DirectSend, Sender
 from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
@@ -103,30 +111,15 @@ class GLMClient:
             "User-Agent": _USER_AGENT,
         }
         self._owns_http = http_client is None
-        # Headers set on our own client cost nothing per request; httpx re-normalises headers
-        # passed per request (about a tenth of a mock round trip's CPU). A borrowed client is
-        # left as it was given, so its requests carry the headers themselves.
-        self._headers: dict[str, str] | None = None if http_client is None else headers
-        # Several small pools instead of one big one: httpcore's bookkeeping grows with the
-        # pool (docs/design/0701-connection-pool-shards.md).
-        own = None
+        # The one sender of every request, chosen here: a borrowed client is used as it was
+        # given (its requests carry our headers); our own goes straight to its transport.
+        self._sender: Sender
         if http_client is None:
-            own = transport or ShardedTransport(s.llm_max_connections, proxy=_proxy_for(s.base_url))
-        self._http = http_client or httpx.AsyncClient(
-            transport=own,
-            headers=headers,
-            timeout=httpx.Timeout(
-                s.llm_timeout, connect=s.llm_connect_timeout, pool=s.llm_pool_timeout
-            ),
-        )
-        # Our own client's requests go straight to its transport (docs/design/0702).
-        self._direct = DirectSend(self._http, own) if own is not None else None
+            self._http, self._sender = _own_client(s, headers, transport)
+        else:
+            self._http, self._sender = http_client, ClientSend(http_client, headers)
         self._chat_url = f"{s.base_url}/chat/completions"
         self._search_url = f"{s.base_url}/web_search"
-        # Parsed once for the direct path: httpx checks a URL string character by character on
-        # every request. A borrowed client gets the strings (it may be another httpx-like
-        # library, such as httpx2, with URL types of its own).
-        self._parsed = {url: httpx.URL(url) for url in (self._chat_url, self._search_url)}
         self._policy = RetryPolicy(max_retries=s.llm_max_retries, deadline=s.llm_retry_deadline)
         self._slots = slots or LocalSlots(s.llm_max_concurrency, s.llm_queue_timeout)
         self._observer = observer if observer is not None else NO_OBSERVER
@@ -150,8 +143,6 @@ class GLMClient:
 
     async def aclose(self) -> None:
         """Close the HTTP client if this object owns it."""
-        if self._direct is not None:
-            self._direct.usable = False  # so a late request meets httpx's "client closed"
         if self._owns_http:
             await self._http.aclose()
 
@@ -177,15 +168,14 @@ class GLMClient:
             request = request.model_copy(update={"stream": False})
         body = request.to_wire()
         _log_payload("chat request", body)
-
-        paused: list[bool] = []
+        call = _Call("chat", self._chat_url, body)
 
         async def attempt() -> ChatCompletion:
-            completion = await self._exchange("chat", self._chat_url, body, ChatCompletion, paused)
+            completion = await self._fetch(call, ChatCompletion)
             check_finish(completion.finish_reason, completion.id)
             return completion
 
-        return await self._policy.call(attempt, on_retry=self._retried("chat"))
+        return await self._policy.call(attempt, on_retry=self._retried(call))
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream a completion: text and reasoning deltas, then one :class:`StreamCompleted`.
@@ -195,12 +185,13 @@ class GLMClient:
         """
         body = request.model_copy(update={"stream": True}).to_wire()
         _log_payload("stream request", body)
-        # Each attempt takes a concurrency slot (no slot is held while waiting to retry); the
-        # successful one keeps it until the stream is finished or abandoned.
-        paused: list[bool] = []
-        response, events, lease, started = await self._policy.call(
-            lambda: self._open_stream(body, paused), on_retry=self._retried("chat_stream")
+        call = _Call("chat_stream", self._chat_url, body, stream=True)
+        # Each attempt takes a slot (none is held while waiting to retry); the successful one
+        # keeps it until the stream is finished or abandoned.
+        exchange = await self._policy.call(
+            lambda: self._attempt(call, _first_event), on_retry=self._retried(call)
         )
+        events = exchange.value
         try:
             assembler = StreamAssembler()
             async for data in events:
@@ -217,10 +208,8 @@ class GLMClient:
         finally:
             try:
                 await events.aclose()
-                await response.aclose()
             finally:
-                await self._give(lease)
-                self._observer.upstream_duration("chat_stream", perf_counter() - started)
+                await self._finish(call, exchange)
 
     async def web_search(
         self,
@@ -243,77 +232,91 @@ class GLMClient:
             payload["search_domain_filter"] = domain_filter
         if content_size:
             payload["content_size"] = content_size
-        body = json.dumps(payload, ensure_ascii=False).encode()
+        call = _Call(
+            "web_search", self._search_url, json.dumps(payload, ensure_ascii=False).encode()
+        )
+        return await self._policy.call(
+            lambda: self._fetch(call, WebSearchResponse), on_retry=self._retried(call)
+        )
 
-        paused: list[bool] = []
+    # ------------------------------------------------------------------ one attempt
 
-        async def attempt() -> WebSearchResponse:
-            return await self._exchange(
-                "web_search", self._search_url, body, WebSearchResponse, paused
-            )
+    async def _attempt(
+        self, call: _Call, read: Callable[[httpx.Response], Awaitable[_T]]
+    ) -> _Exchange[_T]:
+        """One attempt of ``call``, streamed or plain: a slot, the POST, its status, ``read``.
 
-        return await self._policy.call(attempt, on_retry=self._retried("web_search"))
-
-    # ------------------------------------------------------------------ transport
-
-    async def _exchange(
-        self, endpoint: str, url: str, body: bytes, model: type[_M], paused: list[bool]
-    ) -> _M:
-        """One attempt: a slot, the POST, the parsed body; its outcome goes to the observer."""
-        lease = await self._take(paused)
+        A failure is reported to the observer (status and duration), a 1302 pauses the budget,
+        and the response is closed and the slot given back before the error propagates. A
+        success is reported as "200"; the exchange returned holds its slot and response until
+        :meth:`_finish`.
+        """
+        lease = await self._take(call)
         started = perf_counter()
+        response: httpx.Response | None = None
         try:
-            response = await self._send(url, body)
-        except GLMError as exc:
-            self._failed(endpoint, exc, perf_counter() - started)
-            await self._pause_after(exc, paused)
+            request = self._sender.request(call.url, call.body)
+            response = await _translate(
+                lambda: self._sender.send(request, stream=call.stream), _budget(request)
+            )
+            if response.status_code >= 400:
+                raw = await _translate(response.aread, read_timeout(response))
+                raise status_error(response.status_code, response.headers, raw)
+            value = await read(response)
+        except BaseException as exc:
+            await self._abandon(call, exc, response, lease, started)
             raise
+        self._observer.upstream_response(call.endpoint, "200", "")
+        return _Exchange(value, response, lease, started)
+
+    async def _fetch(self, call: _Call, model: type[_M]) -> _M:
+        """One plain attempt: the body parsed into ``model``, the slot given back at once."""
+
+        async def parse(response: httpx.Response) -> _M:
+            return parse_model(response, model)
+
+        exchange = await self._attempt(call, parse)
+        await self._finish(call, exchange)
+        return exchange.value
+
+    async def _finish(self, call: _Call, exchange: _Exchange[Any]) -> None:
+        """The end of a successful exchange: response closed, slot given back, duration told."""
+        try:
+            await exchange.response.aclose()
         finally:
-            await self._give(lease)
-        seconds = perf_counter() - started
+            await self._give(exchange.lease)
+            self._observer.upstream_duration(call.endpoint, perf_counter() - exchange.started)
+
+    async def _abandon(
+        self,
+        call: _Call,
+        exc: BaseException,
+        response: httpx.Response | None,
+        lease: SlotLease,
+        started: float,
+    ) -> None:
+        """The end of a failed attempt: observed, a 1302's pause set, response and slot freed."""
         try:
-            result = parse_model(response, model)
-        except GLMError as exc:
-            self._failed(endpoint, exc, seconds)
-            raise
-        self._observer.upstream_response(endpoint, "200", "")
-        self._observer.upstream_duration(endpoint, seconds)
-        return result
+            if isinstance(exc, GLMError):
+                self._observer.upstream_response(call.endpoint, status_label(exc), exc.code or "")
+                self._observer.upstream_duration(call.endpoint, perf_counter() - started)
+                await self._pause_after(exc, call)
+        finally:
+            try:
+                if response is not None:
+                    await response.aclose()
+            finally:
+                await self._give(lease)
 
-    def _failed(self, endpoint: str, exc: GLMError, seconds: float | None) -> None:
-        self._observer.upstream_response(endpoint, status_label(exc), exc.code or "")
-        if seconds is not None:
-            self._observer.upstream_duration(endpoint, seconds)
-
-    def _retried(self, endpoint: str) -> Callable[[BaseException], None]:
-        observer = self._observer
+    def _retried(self, call: _Call) -> Callable[[BaseException], None]:
+        observer, endpoint = self._observer, call.endpoint
         return lambda exc: observer.upstream_retry(endpoint, type(exc).__name__)
 
-    def _request(self, url: str, body: bytes) -> httpx.Request:
-        """The POST of ``body`` to ``url``, with the client's headers and timeouts."""
-        if self._direct is not None and self._direct.usable:
-            return self._direct.request(self._parsed[url], body)
-        return self._http.build_request("POST", url, content=body, headers=self._headers)
-
-    async def _dispatch(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
-        """Send ``request``: straight to our own transport when possible, else via httpx."""
-        if self._direct is not None and self._direct.usable:
-            return await self._direct.send(request, stream=stream)
-        return await self._http.send(request, stream=stream)
-
-    async def _send(self, url: str, body: bytes) -> httpx.Response:
-        """POST once and read the whole body; failures become typed errors."""
-        request = self._request(url, body)
-        response = await _translate(lambda: self._dispatch(request), _budget(request))
-        if response.status_code >= 400:
-            raise status_error(response.status_code, response.headers, response.content)
-        return response
-
-    async def _take(self, paused: list[bool]) -> SlotLease:
+    async def _take(self, call: _Call) -> SlotLease:
         """A slot of the upstream budget (counted as queued, then in flight)."""
         self._queued += 1
         try:
-            lease = await self._slots.acquire(respect_pause=not paused)
+            lease = await self._slots.acquire(respect_pause=not call.paused)
         finally:
             self._queued -= 1
         self._in_flight += 1
@@ -323,59 +326,60 @@ class GLMClient:
         self._in_flight -= 1
         await lease.release()
 
-    async def _pause_after(self, exc: GLMError, paused: list[bool]) -> None:
+    async def _pause_after(self, exc: GLMError, call: _Call) -> None:
         # 1302 means "too many concurrent requests for this key": every caller of the budget
-        # (every replica with PostgreSQL) waits, not only this one (docs/design/0315).
-        # ``paused`` is the call's own note that it set a pause: its retry waits out the same
-        # Retry-After in the retry policy, so it does not wait for the pause a second time.
+        # (every replica with PostgreSQL) waits, not only this one (docs/design/0315). The call
+        # notes that it set the pause: its retry waits out the same Retry-After in the retry
+        # policy, so it does not wait for the pause a second time.
         if isinstance(exc, RateLimitError) and exc.code == "1302":
-            paused.append(True)
+            call.paused = True
             await self._slots.pause(self._policy.pause_for(exc))
 
-    async def _open_stream(
-        self, body: bytes, paused: list[bool]
-    ) -> tuple[httpx.Response, AsyncGenerator[str, None], SlotLease, float]:
-        """Take a slot and open the stream (and say when); on failure give the slot back."""
-        lease = await self._take(paused)
-        started = perf_counter()
-        try:
-            response, events = await self._first_event(body)
-        except BaseException as exc:
-            try:
-                if isinstance(exc, GLMError):
-                    self._failed("chat_stream", exc, perf_counter() - started)
-                    await self._pause_after(exc, paused)
-            finally:
-                await self._give(lease)
-            raise
-        # Counted once the first event is in; its duration when the stream ends (chat_stream).
-        self._observer.upstream_response("chat_stream", "200", "")
-        return response, events, lease, started
 
-    async def _first_event(self, body: bytes) -> tuple[httpx.Response, AsyncGenerator[str, None]]:
-        """Open the stream and read up to its first event, so failures before it are retried."""
-        request = self._request(self._chat_url, body)
-        response = await _translate(lambda: self._dispatch(request, stream=True), _budget(request))
-        events: AsyncGenerator[str, None] | None = None
-        try:
-            if response.status_code >= 400:
-                raw = await _translate(response.aread, read_timeout(response))
-                raise status_error(response.status_code, response.headers, raw)
-            if is_document(response):
-                await _translate(response.aread, read_timeout(response))
-                events = replay(parse_model(response, ChatCompletion))
-            else:
-                events = event_data(response)
-            first = await _translate(events.__anext__)
-            check_error_frame(first)
-        except BaseException as exc:
-            if events is not None:
-                await events.aclose()
-            await response.aclose()
-            if isinstance(exc, StopAsyncIteration):
-                raise APIConnectionError("the stream closed before its first event") from None
-            raise
-        return response, _prepend(first, events)
+@dataclass(slots=True)
+class _Call:
+    """One logical call, across its attempts: where it goes, what it sends, what it did."""
+
+    endpoint: str
+    """The observer's name for it: ``chat``, ``chat_stream`` or ``web_search``."""
+    url: str
+    body: bytes
+    stream: bool = False
+    """Read the answer as it comes (the attempt ends at the first event) instead of whole."""
+    paused: bool = False
+    """An attempt got a 1302 and paused the budget: later attempts do not wait for that pause
+    (the retry policy already waits out the same Retry-After)."""
+
+
+@dataclass(slots=True)
+class _Exchange(Generic[_T]):
+    """A successful attempt: what ``read`` made of the answer, and what it still holds."""
+
+    value: _T
+    response: httpx.Response
+    lease: SlotLease
+    started: float
+
+
+async def _first_event(response: httpx.Response) -> AsyncGenerator[str, None]:
+    """Read a stream up to its first event (so failures before it are retried); all its events.
+
+    A server that ignored ``stream`` and answered with a whole completion is replayed as one.
+    """
+    if is_document(response):
+        await _translate(response.aread, read_timeout(response))
+        events = replay(parse_model(response, ChatCompletion))
+    else:
+        events = event_data(response)
+    try:
+        first = await _translate(events.__anext__)
+        check_error_frame(first)
+    except BaseException as exc:
+        await events.aclose()
+        if isinstance(exc, StopAsyncIteration):
+            raise APIConnectionError("the stream closed before its first event") from None
+        raise
+    return _prepend(first, events)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -399,6 +403,21 @@ async def _translate(call: Callable[[], Awaitable[_T]], budget: float | None = N
         ) from exc
     except httpx.RequestError as exc:
         raise APIConnectionError(f"connection to Z.AI failed ({_describe(exc)})") from exc
+
+
+def _own_client(
+    s: Settings, headers: dict[str, str], transport: httpx.AsyncBaseTransport | None
+) -> tuple[httpx.AsyncClient, Sender]:
+    """Our own client, and the sender that hands its requests straight to its transport.
+
+    Several small pools instead of one big one: httpcore's bookkeeping grows with the pool
+    (docs/design/0701). Headers set on the client cost nothing per request; httpx re-normalises
+    headers passed per request. The direct send is docs/design/0702.
+    """
+    own = transport or ShardedTransport(s.llm_max_connections, proxy=_proxy_for(s.base_url))
+    timeout = httpx.Timeout(s.llm_timeout, connect=s.llm_connect_timeout, pool=s.llm_pool_timeout)
+    client = httpx.AsyncClient(transport=own, headers=headers, timeout=timeout)
+    return client, DirectSend(client, own)
 
 
 def _describe(exc: Exception) -> str:

@@ -1,8 +1,9 @@
 """GLMClient's own client sends straight to its transport: what ``AsyncClient.send`` did stays.
 
 docs/design/0702: headers (ours and httpx's defaults), the timeouts, the ``httpx`` log line,
-cookies (exactly as the client would keep and send them), and httpx's error on a closed client.
-Each behaviour is compared with a borrowed client, which still goes through ``send``.
+cookies (exactly as the client would keep, send and drop them), and httpx's error on a closed
+client. Each behaviour is compared with a borrowed client, which goes through ``send``; the
+sender is chosen once, when the client is built.
 """
 
 from __future__ import annotations
@@ -105,12 +106,42 @@ async def test_a_cookie_set_by_the_server_is_sent_back(payload: Load) -> None:
     assert _headers(direct[1])["cookie"] == _headers(borrowed[1])["cookie"] == "acw_tc=abc"
 
 
+async def test_a_cookie_the_server_expires_is_no_longer_sent(payload: Load) -> None:
+    direct, borrowed = await _both(
+        _ok(payload, **{"set-cookie": "acw_tc=abc; Path=/"}),
+        _ok(payload, **{"set-cookie": "acw_tc=gone; Path=/; Max-Age=0"}),
+        _ok(payload),
+    )
+
+    assert _headers(direct[1])["cookie"] == "acw_tc=abc"
+    assert "cookie" not in _headers(direct[2]) and "cookie" not in _headers(borrowed[2])
+
+
+async def test_the_sender_stays_the_direct_one_after_a_cookie(
+    payload: Load, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sender is chosen when the client is built; a cookie changes what is sent, not how.
+    async def no_send(*args: object, **kwargs: object) -> httpx.Response:
+        raise AssertionError("AsyncClient.send was used")
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", no_send)
+    script = Recorder((_ok(payload, **{"set-cookie": "acw_tc=abc; Path=/"}), _ok(payload)))
+    async with GLMClient(_settings(), transport=httpx.MockTransport(script)) as client:
+        await client.chat(REQUEST)
+        await client.chat(REQUEST)
+
+    assert _headers(script.requests[1])["cookie"] == "acw_tc=abc"
+
+
 async def test_a_closed_client_raises_httpx_error(payload: Load) -> None:
-    client = GLMClient(_settings(), transport=httpx.MockTransport(Recorder((_ok(payload),))))
+    script = Recorder((_ok(payload),))
+    client = GLMClient(_settings(), transport=httpx.MockTransport(script))
     await client.aclose()
 
     with pytest.raises(RuntimeError, match="client has been closed"):
         await client.chat(REQUEST)
+    assert script.requests == []
+    assert client.in_flight == 0
 
 
 async def test_a_transport_error_carries_its_request() -> None:
