@@ -17,7 +17,7 @@ import typer
 
 from generic_framework.config import Settings, load_dotenv
 from generic_framework.wire import errors as e
-from generic_framework.wire.errors import ConfigError, GLMError, redact
+from generic_framework.wire.errors import ConfigError, GLMError, redact, redact_url
 
 if TYPE_CHECKING:
     from generic_framework.runtime import Runtime
@@ -85,7 +85,9 @@ def load_settings(**overrides: Any) -> Settings:
         ConfigError: a setting is invalid.
     """
     load_dotenv()
-    return Settings(**{key: value for key, value in overrides.items() if value is not None})
+    settings = Settings(**{key: value for key, value in overrides.items() if value is not None})
+    settings.register_secrets()  # never echoed by any later message or log line
+    return settings
 
 
 def open_runtime(settings: Settings) -> Runtime:
@@ -113,7 +115,10 @@ def explain(exc: GLMError, settings: Settings) -> str:
         (e.QuotaExceededError, "a plan limit was reached: wait for its reset time"),
         (e.RateLimitError, f"rate limited by Z.AI, retried {retries} times: try again shortly"),
         (e.APITimeoutError, f"no answer within LLM_TIMEOUT={settings.llm_timeout:g}s: raise it"),
-        (e.APIConnectionError, f"could not reach {settings.base_url}: check OPENAI_BASE_URL"),
+        (
+            e.APIConnectionError,
+            f"could not reach {redact_url(settings.base_url)}: check OPENAI_BASE_URL",
+        ),
         (e.ContentFilterError, "blocked by Z.AI's content moderation: rephrase the message"),
         (e.ServerError, f"Z.AI failed on its side, retried {retries} times: try again later"),
         (e.ResponseValidationError, "Z.AI (or a proxy) sent a body that is not a chat answer"),
@@ -135,12 +140,12 @@ def run_command(action: Callable[[Settings], int], **overrides: Any) -> int:
     try:
         settings = load_settings(**overrides)
     except ConfigError as exc:
-        err(f"error: {exc}")
+        err(redact(f"error: {exc}"))
         return EXIT_USAGE
     try:
         return action(settings)
     except ConfigError as exc:
-        err(f"error: {exc}")
+        err(redact(f"error: {exc}"))
         return EXIT_USAGE
     except GLMError as exc:
         err(explain(exc, settings))

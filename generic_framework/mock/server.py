@@ -260,4 +260,7 @@ def serve_forever(
     echo(f"  web search MCP:   {url}{MCP_SEARCH_PATH}")
     echo(f"  report:           {url}/mock/report")
     config = uvicorn.Config(app, host=host, port=port, lifespan="off", log_level="info")
+    from generic_framework.telemetry.logs import redact_uvicorn_logs  # only when serving
+
+    redact_uvicorn_logs()  # the access log quotes paths, where a client may put a key
     serve(config, sockets)

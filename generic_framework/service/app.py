@@ -56,7 +56,7 @@ from generic_framework.service.middleware import (
 from generic_framework.service.openapi import openapi_document
 from generic_framework.service.readiness import UpstreamProbe, check_store
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
-from generic_framework.wire.errors import ConfigError, redact, register_secret
+from generic_framework.wire.errors import ConfigError, redact_url, register_secret
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -219,7 +219,7 @@ def _state(
 ) -> ServiceState:
     """The app's shared state; warns when calls would go upstream without a key."""
     if not runtime.settings.has_api_key:
-        url = redact(runtime.settings.base_url)
+        url = redact_url(runtime.settings.base_url)
         logger.warning("OPENAI_API_KEY is not set: calls go to %s without a key", url)
     first = default_persona(runtime.settings, personas)
     return ServiceState(

@@ -170,7 +170,7 @@ def test_bad_options_are_refused_before_any_call(
             "OPENAI_BASE_URL",
             "http://127.0.0.1:9/v4?key=0badc0de0badc0de0badc0de0badc0de",
             "error: OPENAI_BASE_URL must not have a query string or fragment (the API paths are "
-            "appended to it): put the key in OPENAI_API_KEY (got 'http://127.0.0.1:9/v4?key=***')",
+            "appended to it): put the key in OPENAI_API_KEY (got 'http://127.0.0.1:9/v4?***')",
         ),
         (
             "OPENAI_BASE_URL",
