@@ -32,10 +32,37 @@ from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
 
-__all__ = ["DEFAULT_PERSONA", "Runtime"]
+__all__ = ["Runtime", "default_persona"]
 
-DEFAULT_PERSONA = "scout"
-"""The persona chosen when none is named and a persona of that name exists."""
+
+def default_persona(settings: Settings, personas: Mapping[str, Any]) -> str | None:
+    """The persona chosen when none is named: the one rule of every entry point (``chat``,
+    ``record``, :meth:`Runtime.persona`, the service and the page's ``GET /v1/bot``).
+
+    ``BOT_DEFAULT_PERSONA``, else the first persona (by name) whose web search is on (its own
+    ``[web_search] mode``, else ``WEB_SEARCH_MODE``), else the first by name; ``None`` when
+    ``personas`` (specs or personas, by name) is empty.
+
+    Raises:
+        ConfigError: ``BOT_DEFAULT_PERSONA`` names none of ``personas``.
+    """
+    chosen = settings.bot_default_persona
+    if chosen is not None:
+        if chosen not in personas:
+            known = ", ".join(sorted(personas)) or "none"
+            raise ConfigError(f"BOT_DEFAULT_PERSONA {chosen!r} is not a persona (known: {known})")
+        return chosen
+    names = sorted(personas)
+    searching = [name for name in names if _searches(personas[name], settings)]
+    ranked = searching or names
+    return ranked[0] if ranked else None
+
+
+def _searches(persona: Any, settings: Settings) -> bool:
+    search = getattr(persona, "web_search", None)
+    if search is None:  # an object with no web search at all
+        return False
+    return bool((getattr(search, "mode", None) or settings.web_search_mode) != "off")
 
 
 class Runtime(Resources):
@@ -113,16 +140,17 @@ class Runtime(Resources):
     def spec(self, name: str | None = None) -> PersonaSpec:
         """The spec of the persona called ``name``; reading it opens nothing.
 
-        Without a name: ``scout`` if there is one, else the first in file-name order. Entry
-        points call this to refuse a bad name before they start anything.
+        Without a name: :func:`default_persona`'s choice. Entry points call this to refuse a
+        bad name before they start anything.
 
         Raises:
-            ConfigError: no persona files, or no persona of that name.
+            ConfigError: no persona files, no persona of that name, or ``BOT_DEFAULT_PERSONA``
+                naming none.
         """
         specs = self.specs(required=True)
         if name is None:
-            name = DEFAULT_PERSONA if DEFAULT_PERSONA in specs else next(iter(specs))
-        spec = specs.get(name)
+            name = default_persona(self.settings, specs)
+        spec = specs.get(name or "")
         if spec is None:
             raise ConfigError(f"unknown persona {name!r}; available: {', '.join(sorted(specs))}")
         return spec
@@ -130,10 +158,11 @@ class Runtime(Resources):
     def persona(self, name: str | None = None) -> Persona:
         """The persona called ``name``, bound to this runtime (one object per name).
 
-        Without a name: ``scout`` if there is one, else the first in file-name order.
+        Without a name: :func:`default_persona`'s choice.
 
         Raises:
-            ConfigError: no persona files, or no persona of that name.
+            ConfigError: no persona files, no persona of that name, or ``BOT_DEFAULT_PERSONA``
+                naming none.
         """
         self._check_open()
         if name is not None and name in self._personas:

@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
-from generic_framework.runtime import Runtime
+from generic_framework.runtime import Runtime, default_persona
 from generic_framework.service.api import (
     chat_completions,
     conversation,
@@ -45,7 +45,7 @@ from generic_framework.service.api import (
     post_message,
 )
 from generic_framework.service.errors import EXCEPTION_HANDLERS
-from generic_framework.service.info import bot_info, default_persona, recorded_examples
+from generic_framework.service.info import bot_info, recorded_examples
 from generic_framework.service.middleware import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,

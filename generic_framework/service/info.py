@@ -4,48 +4,23 @@ Exactly ``{"offline": bool, "default_persona": "<name>" | null, "examples": ["..
 
 - ``offline``: answers come from the embedded mock's recorded fixtures (``generic-framework
   serve`` without an API key, or with ``--mock``), not from Z.AI.
-- ``default_persona``: ``BOT_DEFAULT_PERSONA``, else the first persona (by name) whose web
-  search is on, else the first persona; ``null`` only when no persona is served.
+- ``default_persona``: :func:`~generic_framework.runtime.default_persona`'s choice, the CLI's
+  too (``BOT_DEFAULT_PERSONA``, else the first persona by name whose web search is on, else
+  the first); ``null`` only when no persona is served.
 - ``examples``: offline, the questions the fixtures have recorded answers for with the default
   persona (best demonstrations first); online, none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from starlette.requests import Request
 from starlette.responses import Response
 
 from generic_framework.config import Settings
 from generic_framework.service.schemas import BotInfoOut
-from generic_framework.service.state import PersonaLike, state_of
-from generic_framework.wire.errors import ConfigError
+from generic_framework.service.state import state_of
 
-__all__ = ["bot_info", "default_persona", "recorded_examples"]
-
-
-def _searches(persona: PersonaLike) -> bool:
-    search = getattr(persona, "web_search", None)
-    return search is not None and getattr(search, "mode", "off") != "off"
-
-
-def default_persona(settings: Settings, personas: Mapping[str, PersonaLike]) -> str | None:
-    """The persona offered first (see the module docstring).
-
-    Raises:
-        ConfigError: ``BOT_DEFAULT_PERSONA`` names no served persona.
-    """
-    chosen = settings.bot_default_persona
-    if chosen is not None:
-        if chosen not in personas:
-            known = ", ".join(sorted(personas)) or "none"
-            raise ConfigError(f"BOT_DEFAULT_PERSONA {chosen!r} is not a persona (known: {known})")
-        return chosen
-    names = sorted(personas)
-    searching = [name for name in names if _searches(personas[name])]
-    ranked = searching or names
-    return ranked[0] if ranked else None
+__all__ = ["bot_info", "recorded_examples"]
 
 
 def recorded_examples(settings: Settings, persona: str | None) -> tuple[str, ...]:
