@@ -8,7 +8,7 @@ offline`, as ``chat`` does): a start-up log line says so, and ``GET /v1/bot`` re
 
 from __future__ import annotations
 
-from generic_framework.cli.common import EXIT_OK, run_command
+from generic_framework.cli.common import EXIT_OK, open_runtime, run_command
 from generic_framework.cli.offline import offline_notice, upstream
 from generic_framework.config import Settings
 
@@ -21,6 +21,10 @@ def run_serve(host: str | None, port: int | None, mock: bool = False) -> int:
     def serve(settings: Settings) -> int:
         from generic_framework.service import run
 
+        # No persona file, or a BOT_DEFAULT_PERSONA naming none: the line `chat` prints, and
+        # exit 2, before the embedded mock starts (a service with nothing to serve is never
+        # ready, and would only restart).
+        open_runtime(settings).spec()
         with upstream(settings, mock) as (active, offline):
             notice = None
             if offline:

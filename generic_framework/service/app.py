@@ -168,8 +168,10 @@ def _own_runtime(settings: Settings, environ: Mapping[str, str] | None) -> Runti
 
 
 def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dict[str, PersonaLike]:
-    """The personas to serve: the given ones, or every persona file of the runtime."""
+    """The personas to serve: the given ones, or every persona file of the runtime (at least
+    one: a service with none would start and never be ready)."""
     if personas is None:
+        runtime.specs(required=True)
         return dict(runtime.personas())
     for name, persona in personas.items():
         if isinstance(persona, Persona) and persona.runtime is not runtime:
@@ -263,7 +265,8 @@ def create_app(
 
     Raises:
         ConfigError: a persona file or setting is invalid (``BOT_DEFAULT_PERSONA`` naming no
-            persona too), or DATA_DIR cannot be created.
+            persona too), ``personas`` is omitted and the runtime has no persona file, or
+            DATA_DIR cannot be created.
         TypeError: ``settings`` differ from the runtime's, or a persona is bound to another
             runtime.
     """

@@ -200,7 +200,10 @@ def test_the_could_not_reach_hint_is_redacted() -> None:
     )
 
 
-@pytest.mark.parametrize("command", [["personas"], ["chat", CANADA]])
+@pytest.mark.parametrize(
+    "command",
+    [["personas"], ["chat", CANADA], ["serve", "--port", "0"], ["serve", "--mock", "--port", "0"]],
+)
 def test_an_empty_persona_folder_is_the_same_usage_error_everywhere(
     env: dict[str, str], tmp_path: Path, command: list[str | bytes]
 ) -> None:
