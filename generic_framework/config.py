@@ -122,6 +122,7 @@ class Settings(BaseModel):
     data_dir: Path = Path("./data")
     database_url: SecretStr | None = None
     database_pool_size: int = Field(default=10, ge=1, le=1000)
+    database_pool_timeout: Seconds = 5.0
     bot_host: BindHost = "127.0.0.1"
     bot_port: Port = 8080
     bot_api_token: SecretStr | None = None

@@ -48,7 +48,10 @@ def store_at(url: str | None, settings: Settings) -> ConversationStore:
         ValueError: ``url`` is not a database URL or path.
     """
     return open_store(
-        url, sqlite_path=settings.database_path, pool_size=settings.database_pool_size
+        url,
+        sqlite_path=settings.database_path,
+        pool_size=settings.database_pool_size,
+        pool_timeout=settings.database_pool_timeout,
     )
 
 

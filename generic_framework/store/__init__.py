@@ -62,7 +62,11 @@ def __getattr__(name: str) -> Any:
 
 
 def open_store(
-    url: str | None, *, sqlite_path: str | Path, pool_size: int = 10
+    url: str | None,
+    *,
+    sqlite_path: str | Path,
+    pool_size: int = 10,
+    pool_timeout: float | None = None,
 ) -> ConversationStore:
     """The store a database URL names (nothing is connected until first use).
 
@@ -72,6 +76,8 @@ def open_store(
             path for SQLite; ``None`` or empty for ``sqlite_path``.
         sqlite_path: the SQLite file when ``url`` is empty.
         pool_size: PostgreSQL's connection pool size.
+        pool_timeout: seconds a PostgreSQL request waits for a connection (the store's
+            default when ``None``).
 
     Raises:
         ValueError: the URL's scheme is neither.
@@ -86,7 +92,9 @@ def open_store(
     if scheme.lower() in {"postgresql", "postgres"}:
         from generic_framework.store.postgres import PostgresStore
 
-        return PostgresStore(url, pool_size=pool_size)
+        if pool_timeout is None:
+            return PostgresStore(url, pool_size=pool_size)
+        return PostgresStore(url, pool_size=pool_size, pool_timeout=pool_timeout)
     if scheme.lower() == "sqlite" and rest.startswith("/") and len(rest) > 1:
         return SQLiteStore(Path(rest[1:]))
     raise ValueError("a database URL is postgresql://..., sqlite:///PATH or a file path")
