@@ -25,6 +25,7 @@ Limits, and why:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http
 import ipaddress
 import json
@@ -42,6 +43,7 @@ from generic_framework.limits import check_bind_host
 from generic_framework.listening import listen, serve
 from generic_framework.service.app import create_app
 from generic_framework.service.errors import error_body
+from generic_framework.service.sole import sole_sqlite_service
 from generic_framework.telemetry.logs import configure_logging, redact_uvicorn_logs
 from generic_framework.telemetry.tracing import setup_tracing
 from generic_framework.wire.errors import ConfigError
@@ -239,13 +241,25 @@ def run(
 
     Raises:
         ConfigError: the host is invalid, binding beyond loopback without ``BOT_API_TOKEN``,
-            the address cannot be bound (:func:`~generic_framework.listening.listen`), or a
-            persona file or setting is invalid.
+            another service uses the same SQLite database (:mod:`~.sole`: several replicas
+            need ``DATABASE_URL``), the address cannot be bound
+            (:func:`~generic_framework.listening.listen`), or a persona file or setting is
+            invalid.
     """
     settings.register_secrets()  # the key, token and password: never in a log line or body
     host = _checked_host(host if host is not None else settings.bot_host)
     port = port if port is not None else settings.bot_port
     check_bind(settings, host)
+    sole: contextlib.AbstractContextManager[None] = (
+        contextlib.nullcontext()
+        if settings.uses_postgres
+        else sole_sqlite_service(settings.database_path)
+    )
+    with sole:
+        _run(settings, host, port, offline_notice)
+
+
+def _run(settings: Settings, host: str, port: int, offline_notice: str | None) -> None:
     sockets = listen(host, port)  # a taken port fails here, before the app is built
     try:
         configure_logging(settings.log_level, settings.log_format)
