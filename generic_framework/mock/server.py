@@ -203,13 +203,7 @@ def bundled_examples(
         endpoint: only ``//`` questions recorded on this endpoint (``general`` or ``coding``:
             with ``WEB_SEARCH_MODE=auto`` they search differently); ``None`` for all.
     """
-    examples = Catalog(load_fixtures()).examples()
-    return [
-        e["input"]
-        for e in examples
-        if (persona is None or e["persona"] == persona)
-        and (endpoint is None or e["endpoint"] == endpoint or not e["input"].startswith("//"))
-    ]
+    return Catalog(load_fixtures()).questions(persona, endpoint)
 
 
 def serve_forever(

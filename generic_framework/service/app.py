@@ -45,7 +45,7 @@ from generic_framework.service.api import (
     post_message,
 )
 from generic_framework.service.errors import EXCEPTION_HANDLERS
-from generic_framework.service.info import bot_info, recorded_examples
+from generic_framework.service.info import bot_info, mock_examples, recorded_examples
 from generic_framework.service.middleware import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
@@ -224,13 +224,18 @@ def _state(
         url = redact_url(runtime.settings.base_url)
         logger.warning("OPENAI_API_KEY is not set: calls go to %s without a key", url)
     first = default_persona(runtime.settings, personas)
+    examples = recorded_examples(runtime.settings, first) if offline else ()
+    if not offline:
+        learnt = mock_examples(runtime.settings, first)  # a mock Z.AI server upstream?
+        if learnt is not None:
+            offline, examples = True, learnt
     return ServiceState(
         runtime=runtime,
         personas=personas,
         owns_runtime=owns,
         offline=offline,
         default_persona=first,
-        examples=recorded_examples(runtime.settings, first) if offline else (),
+        examples=examples,
     )
 
 
