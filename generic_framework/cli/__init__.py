@@ -193,6 +193,14 @@ def serve(
         bool,
         typer.Option("--mock", help="Answer from the embedded mock even when a key is set."),
     ] = False,
+    stay_on_config_error: Annotated[
+        bool,
+        typer.Option(
+            "--stay-on-config-error",
+            help="On a configuration error (exit 2), wait to be stopped before exiting, so a "
+            "container restart policy does not restart it in a loop.",
+        ),
+    ] = False,
 ) -> None:
     """Run the bot HTTP service (OpenAI-compatible API and a web chat page).
 
@@ -201,7 +209,7 @@ def serve(
     """
     from generic_framework.cli.serve import run_serve
 
-    raise typer.Exit(run_serve(host, port, mock))
+    raise typer.Exit(run_serve(host, port, mock, stay_on_config_error=stay_on_config_error))
 
 
 @app.command(epilog=_EPILOG)
