@@ -254,7 +254,13 @@ def serve_forever(
     echo(f"  web search MCP:   {url}{MCP_SEARCH_PATH}")
     echo(f"  report:           {url}/mock/report")
     config = uvicorn.Config(app, host=host, port=port, lifespan="off", log_level="info")
-    from generic_framework.telemetry.logs import redact_uvicorn_logs  # only when serving
-
-    redact_uvicorn_logs()  # the access log quotes paths, where a client may put a key
+    _redact_access_log()
     serve(config, sockets)
+
+
+def _redact_access_log() -> None:
+    """uvicorn's log through ``redact``: its access log quotes paths, where a client may put a
+    key (imported only when serving: the mock's import stays light)."""
+    from generic_framework.telemetry.logs import redact_uvicorn_logs
+
+    redact_uvicorn_logs()

@@ -270,8 +270,7 @@ def create_app(
 
     Raises:
         ConfigError: a persona file or setting is invalid (``BOT_DEFAULT_PERSONA`` naming no
-            persona too), ``personas`` is omitted and the runtime has no persona file, or
-            DATA_DIR cannot be created.
+            persona too), there is no persona file to serve, or DATA_DIR cannot be created.
         TypeError: ``settings`` differ from the runtime's, or a persona is bound to another
             runtime.
     """
