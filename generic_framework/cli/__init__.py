@@ -105,7 +105,7 @@ PersonaOpt = Annotated[
     typer.Option(
         "--persona",
         "-p",
-        help="Persona name (default: the first found).",
+        help="Persona name (default: BOT_DEFAULT_PERSONA, else the first with web search).",
         callback=_rule("check_persona_name"),
     ),
 ]
