@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import signal
 
-from generic_framework.cli.common import EXIT_OK, EXIT_USAGE, err, open_runtime, run_command
+from generic_framework.cli.common import EXIT_OK, EXIT_USAGE, err, run_command
 from generic_framework.cli.offline import offline_notice, upstream
 from generic_framework.config import Settings
 
@@ -31,10 +31,6 @@ def run_serve(
     def serve(settings: Settings) -> int:
         from generic_framework.service import run
 
-        # No persona file, or a BOT_DEFAULT_PERSONA naming none: the line `chat` prints, and
-        # exit 2, before the embedded mock starts (a service with nothing to serve is never
-        # ready, and would only restart).
-        open_runtime(settings).spec()
         with upstream(settings, mock) as (active, offline):
             notice = None
             if offline:

@@ -41,6 +41,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from generic_framework.config import Settings
 from generic_framework.limits import check_bind_host
 from generic_framework.listening import listen, serve
+from generic_framework.runtime import Runtime
 from generic_framework.service.app import create_app
 from generic_framework.service.errors import error_body
 from generic_framework.service.sole import sole_sqlite_service
@@ -250,6 +251,9 @@ def run(
     host = _checked_host(host if host is not None else settings.bot_host)
     port = port if port is not None else settings.bot_port
     check_bind(settings, host)
+    # No persona file, or a BOT_DEFAULT_PERSONA naming none: the line `chat` prints, before
+    # anything is bound or logged (a service with nothing to serve would never be ready).
+    Runtime(settings).spec()
     sole: contextlib.AbstractContextManager[None] = (
         contextlib.nullcontext()
         if settings.uses_postgres
