@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, cast, get_args, get_origin
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from pydantic import (
     AliasChoices,
@@ -46,7 +46,7 @@ from generic_framework.limits import (
     check_persona_name,
     wording,
 )
-from generic_framework.wire.errors import ConfigError, redact
+from generic_framework.wire.errors import ConfigError, redact_url, register_secret
 
 __all__ = [
     "CODING_BASE_URL",
@@ -122,6 +122,7 @@ class Settings(BaseModel):
     data_dir: Path = Path("./data")
     database_url: SecretStr | None = None
     database_pool_size: int = Field(default=10, ge=1, le=1000)
+    database_pool_timeout: Seconds = 5.0
     bot_host: BindHost = "127.0.0.1"
     bot_port: Port = 8080
     bot_api_token: SecretStr | None = None
@@ -147,10 +148,27 @@ class Settings(BaseModel):
         for field, env_name in _ENV_NAMES.items():
             if field in values:
                 values[env_name] = values.pop(field)
+        merged = {**environment, **values}  # arguments win over the environment
         try:
-            super().__init__(**{**environment, **values})  # arguments win over the environment
+            super().__init__(**merged)
         except ValidationError as exc:
-            raise ConfigError(_explain(exc)) from None
+            raise ConfigError(_hide(_explain(exc), _secret_values(merged))) from None
+
+    def register_secrets(self) -> None:
+        """Have :func:`~generic_framework.wire.errors.redact` remove the key, the service token
+        and the database password from any text, whatever its shape (``?sk-...`` in a URL).
+
+        Entry points call it (the CLI, ``serve``) once the settings are read; a library object
+        built from settings registers nothing behind its caller's back.
+        """
+        for secret in (self.api_key, self.bot_api_token):
+            if secret is not None:
+                register_secret(secret.get_secret_value())
+        if self.database_url is not None:
+            password = urlsplit(self.database_url.get_secret_value()).password
+            if password:
+                register_secret(password)
+                register_secret(unquote(password))
 
     @classmethod
     def defaults(cls, **values: Any) -> Settings:
@@ -256,10 +274,11 @@ class Settings(BaseModel):
     def describe_search(self) -> str:
         """One line saying how ``//`` messages search, for the start-up log and ``personas``."""
         mode = self.search_mode
+        api, mcp = redact_url(self.base_url), redact_url(self.search_mcp_url)
         where = {
             "builtin": "Z.AI's built-in web_search tool, run server-side",
-            "client": f"search_web through the Web Search API ({self.base_url}/web_search)",
-            "mcp": f"search_web through the Web Search MCP server ({redact(self.search_mcp_url)})",
+            "client": f"search_web through the Web Search API ({api}/web_search)",
+            "mcp": f"search_web through the Web Search MCP server ({mcp})",
             "off": "no web search (only the personas' own tools)",
         }[mode]
         if self.web_search_mode == "auto":
@@ -365,9 +384,30 @@ def _explain(exc: ValidationError) -> str:
         field = _FIELD_OF_ALIAS.get(field, field)
         name = _ENV_NAMES.get(field, field.upper())
         got = err.get("input")
+        if field in _URL_FIELDS and isinstance(got, str):
+            got = redact_url(got)  # a key put in its query, fragment or user information
         shown = "" if field in _SECRET_FIELDS else f" (got {got!r})"
         lines.append(f"{name} {_detail(field, err)}{shown}")
     return "; ".join(lines)
+
+
+def _secret_values(values: Mapping[str, Any]) -> list[str]:
+    """The secrets among the values being validated (the key, the token, the database URL)."""
+    names = {"openai_api_key", "zai_api_key", "api_key", "bot_api_token", "database_url"}
+    found = []
+    for name, value in values.items():
+        if name.lower() in names and isinstance(value, str | SecretStr):
+            text = value.get_secret_value() if isinstance(value, SecretStr) else value
+            found.append(text.strip())
+    return found
+
+
+def _hide(text: str, secrets: list[str]) -> str:
+    """``text`` without any of ``secrets`` (the configured key quoted in another setting)."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
 
 
 def _detail(field: str, err: ErrorDetails) -> str:
@@ -398,6 +438,8 @@ def _number(value: object) -> str:
 _DATABASE_SCHEMES = frozenset({"postgresql", "postgres"})
 # Never echoed in an error message: they hold keys, tokens or passwords.
 _SECRET_FIELDS = frozenset({"api_key", "bot_api_token", "database_url"})
+# Shown through redact_url: their query, fragment and user information may hold a key.
+_URL_FIELDS = frozenset({"base_url", "web_search_mcp_url"})
 # Errors name the variable a user sets, never the internal field name.
 _ENV_NAMES = {"api_key": "OPENAI_API_KEY", "base_url": "OPENAI_BASE_URL"}
 _FIELD_OF_ALIAS = {

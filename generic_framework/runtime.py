@@ -33,10 +33,37 @@ from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.model import ChatModel
 
-__all__ = ["DEFAULT_PERSONA", "Runtime", "choose_spec", "read_specs"]
+__all__ = ["Runtime", "choose_spec", "default_persona", "read_specs"]
 
-DEFAULT_PERSONA = "scout"
-"""The persona chosen when none is named and a persona of that name exists."""
+
+def default_persona(settings: Settings, personas: Mapping[str, Any]) -> str | None:
+    """The persona chosen when none is named: the one rule of every entry point (``chat``,
+    ``record``, :meth:`Runtime.persona`, the service and the page's ``GET /v1/bot``).
+
+    ``BOT_DEFAULT_PERSONA``, else the first persona (by name) whose web search is on (its own
+    ``[web_search] mode``, else ``WEB_SEARCH_MODE``), else the first by name; ``None`` when
+    ``personas`` (specs or personas, by name) is empty.
+
+    Raises:
+        ConfigError: ``BOT_DEFAULT_PERSONA`` names none of ``personas``.
+    """
+    chosen = settings.bot_default_persona
+    if chosen is not None:
+        if chosen not in personas:
+            known = ", ".join(sorted(personas)) or "none"
+            raise ConfigError(f"BOT_DEFAULT_PERSONA {chosen!r} is not a persona (known: {known})")
+        return chosen
+    names = sorted(personas)
+    searching = [name for name in names if _searches(personas[name], settings)]
+    ranked = searching or names
+    return ranked[0] if ranked else None
+
+
+def _searches(persona: Any, settings: Settings) -> bool:
+    search = getattr(persona, "web_search", None)
+    if search is None:  # an object with no web search at all
+        return False
+    return bool((getattr(search, "mode", None) or settings.web_search_mode) != "off")
 
 
 def read_specs(directory: str | Path, *, required: bool = False) -> dict[str, PersonaSpec]:
@@ -66,15 +93,17 @@ def _required(specs: dict[str, PersonaSpec], directory: str | Path) -> dict[str,
     return specs
 
 
-def choose_spec(specs: Mapping[str, PersonaSpec], name: str | None = None) -> PersonaSpec:
-    """The spec called ``name``; without a name ``scout`` if there is one, else the first.
+def choose_spec(
+    specs: Mapping[str, PersonaSpec], name: str | None = None, *, settings: Settings
+) -> PersonaSpec:
+    """The spec called ``name``; without a name :func:`default_persona`'s choice.
 
     Raises:
-        ConfigError: no persona of that name.
+        ConfigError: no persona of that name, or ``BOT_DEFAULT_PERSONA`` naming none.
     """
     if name is None:
-        name = DEFAULT_PERSONA if DEFAULT_PERSONA in specs else next(iter(specs))
-    spec = specs.get(name)
+        name = default_persona(settings, specs)
+    spec = specs.get(name or "")
     if spec is None:
         raise ConfigError(f"unknown persona {name!r}; available: {', '.join(sorted(specs))}")
     return spec
@@ -154,21 +183,23 @@ class Runtime(Resources):
     def spec(self, name: str | None = None) -> PersonaSpec:
         """The spec of the persona called ``name``; reading it opens nothing.
 
-        Without a name: ``scout`` if there is one, else the first in file-name order. Entry
-        points call this to refuse a bad name before they start anything.
+        Without a name: :func:`default_persona`'s choice. Entry points call this to refuse a
+        bad name before they start anything.
 
         Raises:
-            ConfigError: no persona files, or no persona of that name.
+            ConfigError: no persona files, no persona of that name, or ``BOT_DEFAULT_PERSONA``
+                naming none.
         """
-        return choose_spec(self.specs(required=True), name)
+        return choose_spec(self.specs(required=True), name, settings=self.settings)
 
     def persona(self, name: str | None = None) -> Persona:
         """The persona called ``name``, bound to this runtime (one object per name).
 
-        Without a name: ``scout`` if there is one, else the first in file-name order.
+        Without a name: :func:`default_persona`'s choice.
 
         Raises:
-            ConfigError: no persona files, or no persona of that name.
+            ConfigError: no persona files, no persona of that name, or ``BOT_DEFAULT_PERSONA``
+                naming none.
         """
         self._check_open()
         if name is not None and name in self._personas:

@@ -23,12 +23,15 @@ import sys
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar, cast
 
 import typer
 
 from generic_framework import __version__
 from generic_framework.cli._httpx_cli import defer_httpx_cli
+
+if TYPE_CHECKING:
+    from generic_framework.usage import GroupBy
 
 __all__ = ["app", "main"]
 
@@ -108,7 +111,7 @@ PersonaOpt = Annotated[
     typer.Option(
         "--persona",
         "-p",
-        help="Persona name (default: the first found).",
+        help="Persona name (default: BOT_DEFAULT_PERSONA, else the first with web search).",
         callback=_rule("check_persona_name"),
     ),
 ]
@@ -196,6 +199,14 @@ def serve(
         bool,
         typer.Option("--mock", help="Answer from the embedded mock even when a key is set."),
     ] = False,
+    stay_on_config_error: Annotated[
+        bool,
+        typer.Option(
+            "--stay-on-config-error",
+            help="On a configuration error (exit 2), wait to be stopped before exiting, so a "
+            "container restart policy does not restart it in a loop.",
+        ),
+    ] = False,
 ) -> None:
     """Run the bot HTTP service (OpenAI-compatible API and a web chat page).
 
@@ -204,7 +215,7 @@ def serve(
     """
     from generic_framework.cli.serve import run_serve
 
-    raise typer.Exit(run_serve(host, port, mock))
+    raise typer.Exit(run_serve(host, port, mock, stay_on_config_error=stay_on_config_error))
 
 
 @app.command(epilog=_EPILOG)
@@ -265,22 +276,36 @@ def replay(
     raise typer.Exit(run_replay(paths or [], as_json))
 
 
-def _since(value: str | None) -> date | None:
-    if value is None:
-        return None
-    try:
-        return date.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(f"must be a date like 2026-11-01 (got {value!r})") from None
+def _since(value: str | None) -> str | None:
+    """``--since``: a day (YYYY-MM-DD); the error names the option (a callback's do)."""
+    if value is not None:
+        try:
+            date.fromisoformat(value)
+        except ValueError:
+            raise typer.BadParameter(f"must be a day like 2026-11-01 (got {value!r})") from None
+    return value
+
+
+_GROUPS = ("persona", "model", "day")
+
+
+def _group(value: str) -> str:
+    """``--by``: one of :data:`_GROUPS`, said in plain words when it is not."""
+    if value not in _GROUPS:
+        raise typer.BadParameter(f"must be one of {', '.join(_GROUPS)} (got {value!r})")
+    return value
 
 
 @app.command(epilog=_EPILOG)
 def usage(
     since: Annotated[
-        str | None, typer.Option("--since", help="Only turns from this day on (YYYY-MM-DD, UTC).")
+        str | None,
+        typer.Option(
+            "--since", help="Only turns from this day on (YYYY-MM-DD, UTC).", callback=_since
+        ),
     ] = None,
     by: Annotated[
-        Literal["persona", "model", "day"], typer.Option("--by", help="Group by.")
+        str, typer.Option("--by", help="Group by: persona, model or day.", callback=_group)
     ] = "persona",
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     prices: Annotated[
@@ -291,7 +316,8 @@ def usage(
     """Tokens, web searches and turns from the stored turn records, with an estimated cost."""
     from generic_framework.cli.usage import run_usage
 
-    raise typer.Exit(run_usage(_since(since), by, as_json, prices))
+    day = date.fromisoformat(since) if since is not None else None
+    raise typer.Exit(run_usage(day, cast("GroupBy", by), as_json, prices))
 
 
 db = typer.Typer(

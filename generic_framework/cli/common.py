@@ -17,7 +17,7 @@ import typer
 
 from generic_framework.config import Settings, load_dotenv
 from generic_framework.wire import errors as e
-from generic_framework.wire.errors import ConfigError, GLMError, redact
+from generic_framework.wire.errors import ConfigError, GLMError, redact, redact_url
 
 if TYPE_CHECKING:
     from generic_framework.core.spec import PersonaSpec
@@ -87,7 +87,9 @@ def load_settings(**overrides: Any) -> Settings:
         ConfigError: a setting is invalid.
     """
     load_dotenv()
-    return Settings(**{key: value for key, value in overrides.items() if value is not None})
+    settings = Settings(**{key: value for key, value in overrides.items() if value is not None})
+    settings.register_secrets()  # never echoed by any later message or log line
+    return settings
 
 
 def open_runtime(settings: Settings, specs: Mapping[str, PersonaSpec] | None = None) -> Runtime:
@@ -104,12 +106,13 @@ def persona_specs(settings: Settings, persona: str | None) -> dict[str, PersonaS
     (a command refuses a bad name before it starts anything).
 
     Raises:
-        ConfigError: no persona files, or no persona of that name.
+        ConfigError: no persona files, no persona of that name, or ``BOT_DEFAULT_PERSONA``
+            naming none.
     """
     from generic_framework.runtime import choose_spec, read_specs
 
     specs = read_specs(settings.personas_dir, required=True)
-    choose_spec(specs, persona)
+    choose_spec(specs, persona, settings=settings)
     return specs
 
 
@@ -130,7 +133,10 @@ def explain(exc: GLMError, settings: Settings) -> str:
         (e.QuotaExceededError, "a plan limit was reached: wait for its reset time"),
         (e.RateLimitError, f"rate limited by Z.AI, retried {retries} times: try again shortly"),
         (e.APITimeoutError, f"no answer within LLM_TIMEOUT={settings.llm_timeout:g}s: raise it"),
-        (e.APIConnectionError, f"could not reach {settings.base_url}: check OPENAI_BASE_URL"),
+        (
+            e.APIConnectionError,
+            f"could not reach {redact_url(settings.base_url)}: check OPENAI_BASE_URL",
+        ),
         (e.ContentFilterError, "blocked by Z.AI's content moderation: rephrase the message"),
         (e.ServerError, f"Z.AI failed on its side, retried {retries} times: try again later"),
         (e.ResponseValidationError, "Z.AI (or a proxy) sent a body that is not a chat answer"),
@@ -152,12 +158,12 @@ def run_command(action: Callable[[Settings], int], **overrides: Any) -> int:
     try:
         settings = load_settings(**overrides)
     except ConfigError as exc:
-        err(f"error: {exc}")
+        err(redact(f"error: {exc}"))
         return EXIT_USAGE
     try:
         return action(settings)
     except ConfigError as exc:
-        err(f"error: {exc}")
+        err(redact(f"error: {exc}"))
         return EXIT_USAGE
     except GLMError as exc:
         err(explain(exc, settings))

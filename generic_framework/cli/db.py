@@ -16,11 +16,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, EXIT_USAGE, err, run_command
+from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, err, run_command
 from generic_framework.config import Settings
 from generic_framework.store import ConversationStore, checksum, open_store
 from generic_framework.store.postgres_errors import redact_url
-from generic_framework.wire.errors import StoreUnavailableError
+from generic_framework.wire.errors import ConfigError, StoreUnavailableError, redact
 
 __all__ = [
     "CopyResult",
@@ -48,7 +48,10 @@ def store_at(url: str | None, settings: Settings) -> ConversationStore:
         ValueError: ``url`` is not a database URL or path.
     """
     return open_store(
-        url, sqlite_path=settings.database_path, pool_size=settings.database_pool_size
+        url,
+        sqlite_path=settings.database_path,
+        pool_size=settings.database_pool_size,
+        pool_timeout=settings.database_pool_timeout,
     )
 
 
@@ -127,19 +130,47 @@ async def copy_conversations(source: ConversationStore, target: ConversationStor
     return result
 
 
+class _Unavailable(Exception):
+    """A side of ``db copy`` could not be opened; the text names its option."""
+
+
+def _blamed(exc: StoreUnavailableError, option: str, url: str | None) -> str:
+    """The line for a database of ``db copy`` that failed: it names the option, not
+    ``DATABASE_URL`` (which ``db copy`` does not read)."""
+    cause = exc.__cause__
+    detail = redact(" ".join(str(cause).split()), 300) if cause is not None else exc.message
+    where = f" {redact_url(url)}" if url else ""
+    return (
+        f"error: the database of {option}{where} is unavailable ({detail}); check {option} and "
+        "that PostgreSQL is running"
+    )
+
+
+def _store_for(option: str, url: str, settings: Settings) -> ConversationStore:
+    try:
+        return store_at(url, settings)
+    except ValueError as exc:
+        raise ConfigError(f"{option}: {exc} (got {redact_url(url)!r})") from None
+
+
+async def _open(store: ConversationStore, option: str, url: str) -> None:
+    try:
+        await store.open()
+    except StoreUnavailableError as exc:
+        raise _Unavailable(_blamed(exc, option, url)) from exc
+
+
 def run_copy(source_url: str, target_url: str) -> int:
     """``db copy --from URL --to URL``; returns the exit code."""
 
     def copy(settings: Settings) -> int:
-        try:
-            source = store_at(source_url, settings)
-            target = store_at(target_url, settings)
-        except ValueError as exc:
-            err(f"error: {exc}")
-            return EXIT_USAGE
+        source = _store_for("--from", source_url, settings)
+        target = _store_for("--to", target_url, settings)
 
         async def run() -> CopyResult:
             try:
+                await _open(source, "--from", source_url)
+                await _open(target, "--to", target_url)
                 return await copy_conversations(source, target)
             finally:
                 await source.aclose()
@@ -147,8 +178,11 @@ def run_copy(source_url: str, target_url: str) -> int:
 
         try:
             result = asyncio.run(run())
-        except StoreUnavailableError as exc:
-            err(f"error: {exc}")
+        except _Unavailable as exc:
+            err(str(exc))
+            return EXIT_ERROR
+        except StoreUnavailableError as exc:  # a side failed during the copy
+            err(_blamed(exc, "--from/--to", None))
             return EXIT_ERROR
         print(
             f"{redact_url(source_url)} -> {redact_url(target_url)}: copied {result.copied} "

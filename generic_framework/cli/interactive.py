@@ -209,8 +209,14 @@ def _switch_persona(session: _Session, name: str | None) -> None:
 
 async def _print_history(session: _Session) -> None:
     stored = await session.runtime.store.get(session.conversation) or []
-    for item in stored:
-        message = item.message
-        if message.role in {"user", "assistant"} and message.content:
-            print(f"{message.role}: {message.content}")
+    shown = [
+        item.message
+        for item in stored
+        if item.message.role in {"user", "assistant"} and item.message.content
+    ]
+    if not shown:
+        err(f"(nothing yet: conversation {session.conversation} has no messages)")
+        return
+    for message in shown:
+        print(f"{message.role}: {message.content}")
     sys.stdout.flush()

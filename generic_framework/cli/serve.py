@@ -8,7 +8,9 @@ offline`, as ``chat`` does): a start-up log line says so, and ``GET /v1/bot`` re
 
 from __future__ import annotations
 
-from generic_framework.cli.common import EXIT_OK, run_command
+import signal
+
+from generic_framework.cli.common import EXIT_OK, EXIT_USAGE, err, run_command
 from generic_framework.cli.offline import offline_notice, upstream
 from generic_framework.config import Settings
 from generic_framework.service import run
@@ -16,8 +18,16 @@ from generic_framework.service import run
 __all__ = ["run_serve"]
 
 
-def run_serve(host: str | None, port: int | None, mock: bool = False) -> int:
-    """The ``serve`` command; ``host`` and ``port`` override BOT_HOST and BOT_PORT."""
+def run_serve(
+    host: str | None, port: int | None, mock: bool = False, *, stay_on_config_error: bool = False
+) -> int:
+    """The ``serve`` command; ``host`` and ``port`` override BOT_HOST and BOT_PORT.
+
+    With ``stay_on_config_error``, a configuration error (:data:`EXIT_USAGE`) is printed, then
+    the process waits for SIGTERM or SIGINT before exiting 2: restarting cannot fix a setting,
+    and a container's restart policy (``unless-stopped``) would restart it in a loop. The
+    container stays up, unhealthy (nothing listens), with the error in its log.
+    """
 
     def serve(settings: Settings) -> int:
         with upstream(settings, mock) as (active, offline):
@@ -27,4 +37,18 @@ def run_serve(host: str | None, port: int | None, mock: bool = False) -> int:
             run(active, offline_notice=notice)
         return EXIT_OK
 
-    return run_command(serve, bot_host=host, bot_port=port)
+    code = run_command(serve, bot_host=host, bot_port=port)
+    if code == EXIT_USAGE and stay_on_config_error:
+        err(
+            "configuration error: not exiting until stopped, so no restart policy retries it; "
+            "fix the setting, then recreate the service (docker compose up -d)"
+        )
+        wait_for_stop()
+    return code
+
+
+def wait_for_stop() -> None:
+    """Block until SIGTERM or SIGINT arrives (``docker stop``, Ctrl-C)."""
+    stop = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+    signal.sigwait(stop)

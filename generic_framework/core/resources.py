@@ -134,6 +134,7 @@ class Resources:
                 url.get_secret_value() if url is not None else None,
                 sqlite_path=self.settings.database_path,
                 pool_size=self.settings.database_pool_size,
+                pool_timeout=self.settings.database_pool_timeout,
             )
             self._opened.append(self._store)
         return self._store

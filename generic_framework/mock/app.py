@@ -10,7 +10,9 @@ Routes (docs/protocol.md §1, §10):
   from the fixtures like the routes above.
 - ``GET /healthz``; ``GET /mock/report`` (fixtures served, never served, unmatched requests,
   API requests in flight now and at most);
-  ``GET /mock/fixtures`` (names, descriptions, user inputs); ``POST /mock/reset``.
+  ``GET /mock/fixtures`` (names, descriptions, user inputs); ``GET /mock/examples?persona=&
+  endpoint=`` (``{"examples": [...]}``: the questions it has answers for, best first, which a
+  bot pointed at it offers on its page); ``POST /mock/reset``.
 - Any other path answers from a fixture that recorded that method and path, else 404/1222.
 
 The chat and web-search routes are plain ASGI callables looked up in a dict: the request body is
@@ -84,7 +86,9 @@ GENERAL_PREFIX = "/api/paas/v4"
 CODING_PREFIX = "/api/coding/paas/v4"
 CHAT_PATHS = (f"{GENERAL_PREFIX}/chat/completions", f"{CODING_PREFIX}/chat/completions")
 SEARCH_PATHS = (f"{GENERAL_PREFIX}/web_search", f"{CODING_PREFIX}/web_search")
-_ADMIN_PATHS = frozenset({"/healthz", "/mock/report", "/mock/reset", "/mock/fixtures"})
+_ADMIN_PATHS = frozenset(
+    {"/healthz", "/mock/report", "/mock/reset", "/mock/fixtures", "/mock/examples"}
+)
 
 
 def resolve_fixtures(fixtures: FixtureSource) -> list[Fixture]:
@@ -161,6 +165,7 @@ class MockApp:
                 Route("/healthz", self._healthz),
                 Route("/mock/report", self._report),
                 Route("/mock/fixtures", self._fixtures),
+                Route("/mock/examples", self._examples),
                 Route("/mock/reset", self._reset, methods=["POST"]),
             ]
         )
@@ -401,6 +406,11 @@ class MockApp:
     async def _reset(self, request: Request) -> JSONResponse:
         self.catalog.reset()
         return JSONResponse({"status": "reset"})
+
+    async def _examples(self, request: Request) -> JSONResponse:
+        persona = request.query_params.get("persona") or None
+        endpoint = request.query_params.get("endpoint") or None
+        return JSONResponse({"examples": self.catalog.questions(persona, endpoint)})
 
     async def _fixtures(self, request: Request) -> JSONResponse:
         return JSONResponse(

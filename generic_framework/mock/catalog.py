@@ -336,6 +336,17 @@ class Catalog:
                 )
         return result
 
+    def questions(self, persona: str | None, endpoint: str | None) -> list[str]:
+        """The user inputs of :meth:`examples` recorded with ``persona`` (``None``: any), best
+        first; ``//`` questions only from ``endpoint`` (``general`` or ``coding``; ``None``:
+        any), where ``WEB_SEARCH_MODE=auto`` searches as they were recorded."""
+        return [
+            e["input"]
+            for e in self.examples()
+            if (persona is None or e["persona"] == persona)
+            and (endpoint is None or e["endpoint"] == endpoint or not e["input"].startswith("//"))
+        ]
+
     def _no_match(self, request: Incoming, candidates: list[Candidate]) -> MockError:
         self.counts["unmatched"] += 1
         closest = self._closest(request)

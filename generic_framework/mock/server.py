@@ -203,13 +203,7 @@ def bundled_examples(
         endpoint: only ``//`` questions recorded on this endpoint (``general`` or ``coding``:
             with ``WEB_SEARCH_MODE=auto`` they search differently); ``None`` for all.
     """
-    examples = Catalog(load_fixtures()).examples()
-    return [
-        e["input"]
-        for e in examples
-        if (persona is None or e["persona"] == persona)
-        and (endpoint is None or e["endpoint"] == endpoint or not e["input"].startswith("//"))
-    ]
+    return Catalog(load_fixtures()).questions(persona, endpoint)
 
 
 def serve_forever(
@@ -260,4 +254,13 @@ def serve_forever(
     echo(f"  web search MCP:   {url}{MCP_SEARCH_PATH}")
     echo(f"  report:           {url}/mock/report")
     config = uvicorn.Config(app, host=host, port=port, lifespan="off", log_level="info")
+    _redact_access_log()
     serve(config, sockets)
+
+
+def _redact_access_log() -> None:
+    """uvicorn's log through ``redact``: its access log quotes paths, where a client may put a
+    key (imported only when serving: the mock's import stays light)."""
+    from generic_framework.telemetry.logs import redact_uvicorn_logs
+
+    redact_uvicorn_logs()

@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
-from generic_framework.runtime import Runtime
+from generic_framework.runtime import Runtime, default_persona
 from generic_framework.service.api import (
     chat_completions,
     conversation,
@@ -46,7 +46,7 @@ from generic_framework.service.api import (
     post_message,
 )
 from generic_framework.service.errors import EXCEPTION_HANDLERS
-from generic_framework.service.info import bot_info, default_persona, recorded_examples
+from generic_framework.service.info import bot_info, mock_examples, recorded_examples
 from generic_framework.service.middleware import (
     BearerAuthMiddleware,
     BodyLimitMiddleware,
@@ -57,7 +57,7 @@ from generic_framework.service.middleware import (
 from generic_framework.service.openapi import openapi_document
 from generic_framework.service.readiness import UpstreamProbe, check_store
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
-from generic_framework.wire.errors import ConfigError, redact, register_secret
+from generic_framework.wire.errors import ConfigError, redact_url, register_secret
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -184,8 +184,10 @@ def _own_runtime(settings: Settings, environ: Mapping[str, str] | None) -> Runti
 
 
 def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dict[str, PersonaLike]:
-    """The personas to serve: the given ones, or every persona file of the runtime."""
+    """The personas to serve: the given ones, or every persona file of the runtime (at least
+    one: a service with none would start and never be ready)."""
     if personas is None:
+        runtime.specs(required=True)
         return dict(runtime.personas())
     for name, persona in personas.items():
         if isinstance(persona, Persona) and persona.runtime is not runtime:
@@ -235,16 +237,22 @@ def _state(
 ) -> ServiceState:
     """The app's shared state; warns when calls would go upstream without a key."""
     if not runtime.settings.has_api_key:
-        url = redact(runtime.settings.base_url)
+        url = redact_url(runtime.settings.base_url)
         logger.warning("OPENAI_API_KEY is not set: calls go to %s without a key", url)
     first = default_persona(runtime.settings, personas)
+    names = sorted(personas)
+    examples = recorded_examples(runtime.settings, names) if offline else {}
+    if not offline:
+        learnt = mock_examples(runtime.settings, names)  # a mock Z.AI server upstream?
+        if learnt is not None:
+            offline, examples = True, learnt
     return ServiceState(
         runtime=runtime,
         personas=personas,
         owns_runtime=owns,
         offline=offline,
         default_persona=first,
-        examples=recorded_examples(runtime.settings, sorted(personas)) if offline else {},
+        examples=examples,
     )
 
 
@@ -279,7 +287,7 @@ def create_app(
 
     Raises:
         ConfigError: a persona file or setting is invalid (``BOT_DEFAULT_PERSONA`` naming no
-            persona too), or DATA_DIR cannot be created.
+            persona too), there is no persona file to serve, or DATA_DIR cannot be created.
         TypeError: ``settings`` differ from the runtime's, or a persona is bound to another
             runtime.
     """

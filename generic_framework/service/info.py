@@ -3,12 +3,15 @@
 Exactly ``{"offline": bool, "default_persona": "<name>" | null, "examples": ["...", ...],
 "persona_examples": {"<name>": ["...", ...], ...}}``:
 
-- ``offline``: answers come from the embedded mock's recorded fixtures (``generic-framework
-  serve`` without an API key, or with ``--mock``), not from Z.AI.
-- ``default_persona``: ``BOT_DEFAULT_PERSONA``, else the first persona (by name) whose web
-  search is on, else the first persona; ``null`` only when no persona is served.
+- ``offline``: answers come from a mock's recorded fixtures, not from Z.AI: the embedded mock
+  (``generic-framework serve`` without an API key, or with ``--mock``), or a mock Z.AI server
+  the base URL points at (compose's ``mock`` profile), found by :func:`mock_examples`.
+- ``default_persona``: :func:`~generic_framework.runtime.default_persona`'s choice, the CLI's
+  too (``BOT_DEFAULT_PERSONA``, else the first persona by name whose web search is on, else
+  the first); ``null`` only when no persona is served.
 - ``examples``: offline, the questions the fixtures have recorded answers for with the default
-  persona (best demonstrations first); online, none.
+  persona (best demonstrations first; a mock server's own, from its ``GET /mock/examples``);
+  online, none.
 - ``persona_examples``: offline, the same for every served persona (a persona without
   recordings has an empty list), so the page offers only questions the chosen persona can ask;
   online, ``{}``.
@@ -16,40 +19,24 @@ Exactly ``{"offline": bool, "default_persona": "<name>" | null, "examples": ["..
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import logging
+from collections.abc import Iterable
+from urllib.parse import urlsplit
 
+import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
 from generic_framework.config import Settings
 from generic_framework.service.schemas import BotInfoOut
-from generic_framework.service.state import PersonaLike, state_of
-from generic_framework.wire.errors import ConfigError
+from generic_framework.service.state import state_of
 
-__all__ = ["bot_info", "default_persona", "recorded_examples"]
+__all__ = ["bot_info", "mock_examples", "recorded_examples"]
 
+logger = logging.getLogger("generic_framework.service")
 
-def _searches(persona: PersonaLike) -> bool:
-    search = getattr(persona, "web_search", None)
-    return search is not None and getattr(search, "mode", "off") != "off"
-
-
-def default_persona(settings: Settings, personas: Mapping[str, PersonaLike]) -> str | None:
-    """The persona offered first (see the module docstring).
-
-    Raises:
-        ConfigError: ``BOT_DEFAULT_PERSONA`` names no served persona.
-    """
-    chosen = settings.bot_default_persona
-    if chosen is not None:
-        if chosen not in personas:
-            known = ", ".join(sorted(personas)) or "none"
-            raise ConfigError(f"BOT_DEFAULT_PERSONA {chosen!r} is not a persona (known: {known})")
-        return chosen
-    names = sorted(personas)
-    searching = [name for name in names if _searches(personas[name])]
-    ranked = searching or names
-    return ranked[0] if ranked else None
+MOCK_PROBE_TIMEOUT = 2.0
+"""Seconds the start-up question to a plain-http upstream (is it a mock?) may take."""
 
 
 def recorded_examples(settings: Settings, personas: Iterable[str]) -> dict[str, tuple[str, ...]]:
@@ -58,6 +45,42 @@ def recorded_examples(settings: Settings, personas: Iterable[str]) -> dict[str, 
 
     endpoint = "coding" if settings.is_coding_endpoint else "general"
     return {name: tuple(bundled_examples(persona=name, endpoint=endpoint)) for name in personas}
+
+
+def mock_examples(settings: Settings, personas: Iterable[str]) -> dict[str, tuple[str, ...]] | None:
+    """The recorded questions of the mock Z.AI server ``OPENAI_BASE_URL`` points at, for each
+    of ``personas``, or ``None`` when it is no such mock.
+
+    Asked once, at start-up, and only of a plain ``http://`` endpoint (Z.AI is https; the
+    compose ``mock`` profile's ``mock-zai`` is http): ``GET {origin}/mock/examples`` for each
+    persona on the configured kind of endpoint. Any failure means "not a mock".
+    """
+    parts = urlsplit(settings.base_url)
+    names = list(personas)
+    if parts.scheme != "http" or not names:
+        return None
+    endpoint = "coding" if settings.is_coding_endpoint else "general"
+    learnt: dict[str, tuple[str, ...]] = {}
+    with httpx.Client(base_url=f"http://{parts.netloc}", timeout=MOCK_PROBE_TIMEOUT) as client:
+        for name in names:
+            found = _ask_mock(client, name, endpoint)
+            if found is None:
+                return None
+            learnt[name] = found
+    return learnt
+
+
+def _ask_mock(client: httpx.Client, persona: str, endpoint: str) -> tuple[str, ...] | None:
+    """One persona's recorded questions from a mock server; ``None`` when it is not one."""
+    try:
+        response = client.get("/mock/examples", params={"persona": persona, "endpoint": endpoint})
+        found = response.json().get("examples") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        logger.debug("the upstream is not a mock Z.AI server (%s)", type(exc).__name__)
+        return None
+    if not isinstance(found, list) or not all(isinstance(item, str) for item in found):
+        return None
+    return tuple(found)
 
 
 async def bot_info(request: Request) -> Response:

@@ -25,6 +25,7 @@ Limits, and why:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http
 import ipaddress
 import json
@@ -40,11 +41,13 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from generic_framework.config import Settings
 from generic_framework.limits import check_bind_host
 from generic_framework.listening import listen, serve
+from generic_framework.runtime import Runtime
 from generic_framework.service.app import create_app
 from generic_framework.service.errors import error_body
-from generic_framework.telemetry.logs import configure_logging
+from generic_framework.service.sole import sole_sqlite_service
+from generic_framework.telemetry.logs import configure_logging, redact_uvicorn_logs
 from generic_framework.telemetry.tracing import setup_tracing
-from generic_framework.wire.errors import ConfigError, redact
+from generic_framework.wire.errors import ConfigError
 
 logger = logging.getLogger("generic_framework.service")
 
@@ -212,22 +215,8 @@ def uvicorn_config(
         options["log_config"] = None
     options.update(overrides)
     config = uvicorn.Config(app, **options)  # configures uvicorn's loggers
-    for name in ("uvicorn.access", "uvicorn.error"):
-        if not any(isinstance(f, _RedactingFilter) for f in logging.getLogger(name).filters):
-            logging.getLogger(name).addFilter(_RedactingFilter())
+    redact_uvicorn_logs()
     return config
-
-
-class _RedactingFilter(logging.Filter):
-    """Redacts uvicorn's log records: the access log repeats every request path, which a
-    client may have put a key in (``/v1/conversations/<key>``, ``?api_key=...``)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
-        if isinstance(record.msg, str):
-            record.msg = redact(record.msg)
-        return True
 
 
 def run(
@@ -253,12 +242,28 @@ def run(
 
     Raises:
         ConfigError: the host is invalid, binding beyond loopback without ``BOT_API_TOKEN``,
-            the address cannot be bound (:func:`~generic_framework.listening.listen`), or a
-            persona file or setting is invalid.
+            another service uses the same SQLite database (:mod:`~.sole`: several replicas
+            need ``DATABASE_URL``), the address cannot be bound
+            (:func:`~generic_framework.listening.listen`), or a persona file or setting is
+            invalid.
     """
+    settings.register_secrets()  # the key, token and password: never in a log line or body
     host = _checked_host(host if host is not None else settings.bot_host)
     port = port if port is not None else settings.bot_port
     check_bind(settings, host)
+    # No persona file, or a BOT_DEFAULT_PERSONA naming none: the line `chat` prints, before
+    # anything is bound or logged (a service with nothing to serve would never be ready).
+    Runtime(settings).spec()
+    sole: contextlib.AbstractContextManager[None] = (
+        contextlib.nullcontext()
+        if settings.uses_postgres
+        else sole_sqlite_service(settings.database_path)
+    )
+    with sole:
+        _run(settings, host, port, offline_notice)
+
+
+def _run(settings: Settings, host: str, port: int, offline_notice: str | None) -> None:
     sockets = listen(host, port)  # a taken port fails here, before the app is built
     try:
         configure_logging(settings.log_level, settings.log_format)

@@ -68,7 +68,11 @@ def __getattr__(name: str) -> Any:
 
 
 def open_store(
-    url: str | None, *, sqlite_path: str | Path, pool_size: int = 10
+    url: str | None,
+    *,
+    sqlite_path: str | Path,
+    pool_size: int = 10,
+    pool_timeout: float | None = None,
 ) -> ConversationStore:
     """The store a database URL names (nothing is connected until first use).
 
@@ -78,6 +82,8 @@ def open_store(
             path for SQLite; ``None`` or empty for ``sqlite_path``.
         sqlite_path: the SQLite file when ``url`` is empty.
         pool_size: PostgreSQL's connection pool size.
+        pool_timeout: seconds a PostgreSQL request waits for a connection (the store's
+            default when ``None``).
 
     Raises:
         ValueError: the URL's scheme is neither.
@@ -85,7 +91,9 @@ def open_store(
     if is_postgres_url(url):
         from generic_framework.store.postgres import PostgresStore
 
-        return PostgresStore(str(url), pool_size=pool_size)
+        if pool_timeout is None:
+            return PostgresStore(str(url), pool_size=pool_size)
+        return PostgresStore(str(url), pool_size=pool_size, pool_timeout=pool_timeout)
     from generic_framework.store.sqlite import SQLiteStore
 
     if not url:

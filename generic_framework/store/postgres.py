@@ -59,8 +59,9 @@ __all__ = ["POOL_TIMEOUT", "PostgresStore"]
 logger = logging.getLogger("generic_framework.store")
 
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
-POOL_TIMEOUT = 30.0
-"""Seconds a request waits for a pooled connection."""
+POOL_TIMEOUT = 5.0
+"""Seconds a request waits for a pooled connection, the default of ``DATABASE_POOL_TIMEOUT``:
+with PostgreSQL down, how long a request waits before its 503."""
 
 
 _COLUMNS = ", ".join(RECORD_COLUMNS)
@@ -231,7 +232,8 @@ class PostgresStore:
         url: ``postgresql://user:password@host:port/database`` (libpq's URI; ``postgres://``
             works too). Never logged or shown with its password.
         pool_size: the most connections this process opens (``DATABASE_POOL_SIZE``).
-        pool_timeout: seconds a request waits for a free connection.
+        pool_timeout: seconds a request waits for a free connection
+            (``DATABASE_POOL_TIMEOUT``); also how long it waits while the server is down.
     """
 
     def __init__(self, url: str, *, pool_size: int = 10, pool_timeout: float = POOL_TIMEOUT):

@@ -1,6 +1,7 @@
 """PostgreSQL failures as typed errors, and database addresses without their passwords.
 
 Shared by the store (:mod:`~.postgres`) and the upstream budget (:mod:`~.postgres_slots`).
+:func:`redact_url` is the wire layer's: password, query string and fragment hidden.
 """
 
 from __future__ import annotations
@@ -9,21 +10,17 @@ import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from generic_framework.wire.errors import StoreUnavailableError, redact, register_secret
+from generic_framework.wire.errors import (
+    StoreUnavailableError,
+    redact,
+    redact_url,
+    register_secret,
+)
 
 __all__ = ["RETRY_AFTER", "redact_url", "register_password", "translated", "unavailable"]
 
 RETRY_AFTER = 2.0
 """Seconds a caller is told to wait after the database failed."""
-
-
-def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages and ``repr``)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def register_password(url: str) -> None:

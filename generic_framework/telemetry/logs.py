@@ -21,7 +21,15 @@ from typing import Any, Literal
 
 from generic_framework.wire.errors import redact
 
-__all__ = ["TEXT_FORMAT", "JsonFormatter", "configure_logging", "conversation_hash"]
+__all__ = [
+    "TEXT_FORMAT",
+    "JsonFormatter",
+    "RedactingFilter",
+    "RedactingFormatter",
+    "configure_logging",
+    "conversation_hash",
+    "redact_uvicorn_logs",
+]
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 """The line format of ``LOG_FORMAT=text``."""
@@ -69,6 +77,37 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, ensure_ascii=False, default=str)
 
 
+class RedactingFormatter(logging.Formatter):
+    """The text lines of ``LOG_FORMAT=text``, redacted as the JSON lines are."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as a text line without secrets."""
+        return redact(super().format(record))
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a record's message and arguments before any handler formats it: uvicorn's access
+    log repeats every request path, which a client may have put a key in
+    (``/v1/conversations/<key>``, ``?api_key=...``), and its handlers are uvicorn's own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Redact ``record`` in place; never drops it."""
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        return True
+
+
+def redact_uvicorn_logs() -> None:
+    """Put a :class:`RedactingFilter` on uvicorn's loggers (once; after ``uvicorn.Config``,
+    which configures them)."""
+    for name in ("uvicorn.access", "uvicorn.error"):
+        log = logging.getLogger(name)
+        if not any(isinstance(f, RedactingFilter) for f in log.filters):
+            log.addFilter(RedactingFilter())
+
+
 def configure_logging(level: str, log_format: Literal["text", "json"]) -> None:
     """Send every log record at ``level`` or above to stderr, as text lines or JSON lines.
 
@@ -80,7 +119,7 @@ def configure_logging(level: str, log_format: Literal["text", "json"]) -> None:
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
-        JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
+        JsonFormatter() if log_format == "json" else RedactingFormatter(TEXT_FORMAT)
     )
     root.addHandler(handler)
     root.setLevel(level)

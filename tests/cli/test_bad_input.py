@@ -171,7 +171,7 @@ def test_bad_options_are_refused_before_any_call(
             "OPENAI_BASE_URL",
             "http://127.0.0.1:9/v4?key=0badc0de0badc0de0badc0de0badc0de",
             "error: OPENAI_BASE_URL must not have a query string or fragment (the API paths are "
-            "appended to it): put the key in OPENAI_API_KEY (got 'http://127.0.0.1:9/v4?key=***')",
+            "appended to it): put the key in OPENAI_API_KEY (got 'http://127.0.0.1:9/v4?***')",
         ),
         (
             "OPENAI_BASE_URL",
@@ -201,7 +201,10 @@ def test_the_could_not_reach_hint_is_redacted() -> None:
     )
 
 
-@pytest.mark.parametrize("command", [["personas"], ["chat", CANADA]])
+@pytest.mark.parametrize(
+    "command",
+    [["personas"], ["chat", CANADA], ["serve", "--port", "0"], ["serve", "--mock", "--port", "0"]],
+)
 def test_an_empty_persona_folder_is_the_same_usage_error_everywhere(
     env: dict[str, str], tmp_path: Path, command: list[str | bytes]
 ) -> None:

@@ -326,8 +326,12 @@ def test_invalid_values_read_as_one_rule(
 @pytest.mark.parametrize(
     ("url", "shown"),
     [
-        ("http://127.0.0.1:9/v4?key=0badc0de0badc0de", "'http://127.0.0.1:9/v4?key=***'"),
+        ("http://127.0.0.1:9/v4?key=0badc0de0badc0de", "'http://127.0.0.1:9/v4?***'"),
+        ("http://127.0.0.1:9/v4?sk-0badc0de0badc0de", "'http://127.0.0.1:9/v4?***'"),
+        ("http://127.0.0.1:9/v4#key=0badc0de0badc0de", "'http://127.0.0.1:9/v4#***'"),
+        ("http://127.0.0.1:9/v4#0badc0de0badc0de", "'http://127.0.0.1:9/v4#***'"),
         ("https://user:hunter2-secret@api.z.ai/v4", "'https://user:***@api.z.ai/v4'"),
+        ("https://0badc0de0badc0de@api.z.ai/v4?a=1", "'https://***@api.z.ai/v4?***'"),
     ],
 )
 def test_a_base_url_with_credentials_is_refused_and_redacted(

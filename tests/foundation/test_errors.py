@@ -250,10 +250,38 @@ def test_redact_removes_bearer_tokens_and_key_values(template: str) -> None:
         ("https://h/p?x-goog-credential=a%2Fb&page=2", "https://h/p?x-goog-credential=***&page=2"),
         ("https://api.z.ai/api/paas/v4/chat/completions?stream=1", None),
         ("mail me at someone@example.org", None),
+        ("https://h/v4#key=0badc0de0badc0de", "https://h/v4#key=***"),
+        ("https://h/v4?sk-0badc0de0badc0de", "https://h/v4?***"),
+        ("https://h/v4#sk-0badc0de0badc0de", "https://h/v4#***"),
+        ("a task-runner and a risk-assessment", None),
     ],
 )
 def test_redact_removes_credentials_from_urls(text: str, expected: str | None) -> None:
     assert redact(text) == (text if expected is None else expected)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://api.z.ai/api/paas/v4", "https://api.z.ai/api/paas/v4"),
+        ("https://api.z.ai/api/paas/v4?plain0badc0de", "https://api.z.ai/api/paas/v4?***"),
+        ("https://h/v4?a=1&b=plain0badc0de#frag0badc0de", "https://h/v4?***#***"),
+        ("https://h/v4#key=plain0badc0de", "https://h/v4#***"),
+        ("https://bot:pw0badc0de@h:5/v4", "https://bot:***@h:5/v4"),
+        ("postgresql://tok0badc0de@db/bot?sslmode=require", "postgresql://***@db/bot?***"),
+        ("https://:pw0badc0de@h/v4", "https://***@h/v4"),
+    ],
+)
+def test_redact_url_hides_the_query_fragment_and_user_information(url: str, shown: str) -> None:
+    assert errors.redact_url(url) == shown
+
+
+def test_redact_url_removes_a_registered_secret_from_the_path() -> None:
+    errors.register_secret("path-secret-0badc0de")
+    try:
+        assert errors.redact_url("https://h/path-secret-0badc0de/v4") == "https://h/***/v4"
+    finally:
+        errors._KNOWN_SECRETS.discard("path-secret-0badc0de")
 
 
 def test_redact_removes_a_registered_secret_of_any_shape() -> None:

@@ -115,3 +115,10 @@ def test_python_m_service_is_the_cli_serve_command() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--host" in done.stdout and "--port" in done.stdout
+
+
+def test_an_app_over_a_folder_without_persona_files_is_refused(tmp_path: Path) -> None:
+    # It would start and never be ready (no persona to answer with): refused at once instead.
+    settings = Settings.defaults(personas_dir=tmp_path, data_dir=tmp_path / "data")
+    with pytest.raises(ConfigError, match=r"no persona files \(\*\.toml\) in "):
+        create_app(settings)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -86,12 +88,13 @@ def test_dockerignore_keeps_secrets_and_bulk_out() -> None:
 
 def test_compose_services_and_profiles(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"bot", "mock-zai", "postgres", "proxy"}
+    assert set(services) == {"bot", "mock-zai", "postgres", "proxy", "scale-check"}
     assert "profiles" not in services["bot"]
     assert services["mock-zai"]["profiles"] == ["mock"]
     assert services["postgres"]["profiles"] == services["proxy"]["profiles"] == ["scale"]
-    for service in services.values():
-        assert service["restart"] == "unless-stopped"
+    assert services["scale-check"]["profiles"] == ["scale"]
+    for name, service in services.items():
+        assert service["restart"] == ("no" if name == "scale-check" else "unless-stopped")
         assert "no-new-privileges:true" in service["security_opt"]
     # One image, built once: only the bot builds it, the mock never pulls it.
     assert "build" in services["bot"] and "build" not in services["mock-zai"]
@@ -184,7 +187,7 @@ def _bot_script(compose: dict[str, Any]) -> str:
     assert command[:2] == ["sh", "-c"]
     # Compose turns $$ into $; the last line would exec the server: print the upstream instead.
     script = command[2].replace("$$", "$")
-    exec_line = "exec generic-framework serve --host 0.0.0.0 --port 8080"
+    exec_line = "exec generic-framework serve --host 0.0.0.0 --port 8080 --stay-on-config-error"
     assert exec_line in script
     return script.replace(exec_line, 'echo "$OPENAI_BASE_URL $OPENAI_API_KEY"')
 
@@ -209,25 +212,65 @@ def test_bot_uses_the_mock_only_without_a_key(
     assert out.stdout.strip() == expected.strip()
 
 
-def test_without_a_key_or_a_running_mock_the_bot_stops_at_once_saying_what_to_do(
+def test_without_a_key_or_a_running_mock_the_bot_says_what_to_do_and_waits_to_be_stopped(
     compose: dict[str, Any],
 ) -> None:
-    out = _run_script(compose, {})  # mock-zai: a name nothing answers to here
-    assert out.returncode == 1 and out.stdout == ""
-    assert "set OPENAI_API_KEY in .env" in out.stderr
-    assert "docker compose --profile mock up" in out.stderr
+    # A restart cannot fix it: the script waits (no restart loop), then exits 2 when stopped.
+    proc = subprocess.Popen(
+        ["sh", "-c", _bot_script(compose)],
+        env=_script_env(compose, {}),  # mock-zai: a name nothing answers to here
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(3)
+        assert proc.poll() is None
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and stdout == ""
+    assert "set OPENAI_API_KEY in .env" in stderr
+    assert "docker compose --profile mock up" in stderr
+    assert "configuration error: not exiting until stopped" in stderr
 
 
-def _run_script(compose: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    environment = {
+def test_the_scale_profile_needs_database_url(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    check = services["scale-check"]
+    # Only whether it is set reaches the container, never the URL and its password.
+    assert check["environment"] == {"DATABASE_URL_SET": "${DATABASE_URL:+yes}"}
+    assert services["proxy"]["depends_on"]["scale-check"] == {
+        "condition": "service_completed_successfully"
+    }
+    assert services["bot"]["depends_on"]["scale-check"]["required"] is False
+    # Not ${DATABASE_URL:?}: compose interpolates every service, whatever the profile.
+    lines = (ROOT / "docker-compose.yml").read_text().splitlines()
+    assert not [line for line in lines if "${DATABASE_URL:?" in line.split("#")[0]]
+    script = check["command"][2].replace("$$", "$")
+    env = {"PATH": "/usr/bin:/bin"}
+    missing = subprocess.run(
+        ["sh", "-c", script], env=env, capture_output=True, text=True, check=False
+    )
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("error: the scale profile needs DATABASE_URL in .env")
+    present = {**env, "DATABASE_URL_SET": "yes"}
+    assert subprocess.run(["sh", "-c", script], env=present, check=False).returncode == 0
+
+
+def _script_env(compose: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
+    return {
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         "MOCK_ZAI_URL": compose["services"]["bot"]["environment"]["MOCK_ZAI_URL"],
         "OPENAI_BASE_URL": "https://api.z.ai/api/paas/v4",
         **env,
     }
+
+
+def _run_script(compose: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["sh", "-c", _bot_script(compose)],
-        env=environment,
+        env=_script_env(compose, env),
         capture_output=True,
         text=True,
         check=False,

@@ -106,3 +106,30 @@ def test_an_unknown_default_persona_stops_serve_at_once(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "BOT_DEFAULT_PERSONA 'nobody' is not a persona (known: helper, scout)" in done.stderr
+
+
+def test_a_mock_zai_server_upstream_offers_its_recorded_questions(tmp_path: Path) -> None:
+    # The compose mock profile: a key, and OPENAI_BASE_URL at a separate mock Z.AI server.
+    from generic_framework.mock import MockServer, bundled_examples
+
+    with (
+        MockServer() as mock,
+        serve(
+            tmp_path,
+            OPENAI_API_KEY="mock-key",
+            OPENAI_BASE_URL=mock.base_url,
+        ) as bot,
+    ):
+        info = httpx.get(f"{bot.url}/v1/bot").json()
+        asked = httpx.get(f"{mock.url}/mock/examples", params={"persona": "scout"}).json()
+    assert info["offline"] is True and info["default_persona"] == "scout"
+    assert info["examples"] == bundled_examples(persona="scout") != []
+    assert asked == {"examples": bundled_examples(persona="scout", endpoint=None)}
+
+
+def test_a_plain_http_upstream_that_is_no_mock_is_online(tmp_path: Path) -> None:
+    # Nothing listens there: the start-up question fails, and the bot is online as before.
+    env = {"OPENAI_API_KEY": "a-key", "OPENAI_BASE_URL": "http://127.0.0.1:9/api/paas/v4"}
+    with serve(tmp_path, **env) as bot:
+        info = httpx.get(f"{bot.url}/v1/bot").json()
+    assert info == {"offline": False, "default_persona": "scout", "examples": []}

@@ -264,3 +264,33 @@ async def test_no_password_in_errors_or_repr(postgres_server: Any) -> None:
     await store.aclose()
     shown = f"{caught.value!s} {caught.value!r} {store!r}"
     assert secret not in shown and "bot:***@127.0.0.1" in repr(store)
+
+
+async def test_the_wait_for_a_connection_is_database_pool_timeout(url: str) -> None:
+    # Every connection busy (or the server down): a request gets its error after the
+    # configured wait, not after a fixed 30 s.
+    from generic_framework.config import Settings
+    from generic_framework.runtime import Runtime
+
+    settings = Settings.defaults(database_url=url, database_pool_size=1, database_pool_timeout=0.5)
+    runtime = Runtime(settings)
+    store = runtime.store
+    assert isinstance(store, PostgresStore) and store.pool_timeout == 0.5
+    await store.open()
+    try:
+        # A turn holds no pooled connection (0314): the pool's only one is taken directly.
+        async with store._connection():
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailableError):
+                await store.get("other")
+            waited = time.monotonic() - started
+        assert 0.4 < waited < 3
+    finally:
+        await store.aclose()
+
+
+def test_database_pool_timeout_defaults_to_five_seconds() -> None:
+    from generic_framework.config import Settings
+    from generic_framework.store.postgres import POOL_TIMEOUT
+
+    assert Settings.defaults().database_pool_timeout == 5.0 == POOL_TIMEOUT

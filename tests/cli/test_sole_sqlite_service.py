@@ -1,0 +1,105 @@
+"""Two services on one SQLite file: the second refuses to start (exit 2), naming DATABASE_URL.
+
+Replicas sharing SQLite interleave the turns of a conversation (the file has no cross-process
+turn lock); the compose scale profile without DATABASE_URL did exactly that, silently.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    port = _port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "generic_framework", "serve", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            httpx.get(f"{url}/healthz", timeout=1)
+            return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"serve did not start: {proc.communicate()[1]}")
+
+
+def serve_once(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "generic_framework", "serve", "--port", str(_port())],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_second_service_on_the_same_sqlite_file_exits_2(env: dict[str, str]) -> None:
+    first, _ = start(env)
+    try:
+        done = serve_once(env)
+    finally:
+        first.send_signal(signal.SIGKILL)  # a crash: the kernel drops its lock
+        first.communicate(timeout=30)
+    database = str(Path(env["DATA_DIR"]) / "conversations.sqlite3")
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"error: another service already uses the SQLite database {database!r}: replicas "
+        "sharing one SQLite file interleave the turns of a conversation; set DATABASE_URL to a "
+        "PostgreSQL database for several replicas (the compose scale profile needs it), or give "
+        "each service its own DATA_DIR\n"
+    )
+    # The killed service left no stale lock: a new one starts.
+    again, _ = start(env)
+    again.terminate()
+    again.communicate(timeout=30)
+
+
+def test_services_with_their_own_data_dir_and_a_chat_beside_a_service_run(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    first, _ = start(env)
+    try:
+        second, _ = start({**env, "DATA_DIR": str(tmp_path / "other")})
+        second.terminate()
+        second.communicate(timeout=30)
+        chat = subprocess.run(
+            [sys.executable, "-m", "generic_framework", "chat", "What is the capital of Canada?"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=60,
+            check=False,
+        )
+        assert chat.returncode == 0, chat.stderr
+    finally:
+        first.terminate()
+        first.communicate(timeout=30)
