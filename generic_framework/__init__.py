@@ -25,14 +25,14 @@ _EXPORTS: dict[str, str] = {
     "AuthenticationError": "generic_framework.wire.errors",
     "BadRequestError": "generic_framework.wire.errors",
     "Citation": "generic_framework.core.reply",
-    "ConfigError": "generic_framework.wire.errors",
+    "ConfigError": "generic_framework.errors",
     "ContentFilterError": "generic_framework.wire.errors",
     "ConversationStore": "generic_framework.store.base",
     "Done": "generic_framework.core.events",
     "FunctionModel": "generic_framework.testing",
     "FunctionTool": "generic_framework.tools",
     "GLMClient": "generic_framework.wire.client",
-    "GLMError": "generic_framework.wire.errors",
+    "GLMError": "generic_framework.errors",
     "InsufficientBalanceError": "generic_framework.wire.errors",
     "MCPFailure": "generic_framework.mcp_tools.connection",
     "MCPServerSpec": "generic_framework.mcp_tools.spec",
@@ -51,12 +51,12 @@ _EXPORTS: dict[str, str] = {
     "ServerError": "generic_framework.wire.errors",
     "Settings": "generic_framework.config",
     "StopReason": "generic_framework.core.reply",
-    "StoreUnavailableError": "generic_framework.wire.errors",
+    "StoreUnavailableError": "generic_framework.errors",
     "TextDelta": "generic_framework.core.events",
     "ToolCallInfo": "generic_framework.core.reply",
     "ToolError": "generic_framework.tools.base",
     "ToolFinished": "generic_framework.core.events",
-    "ToolLoopError": "generic_framework.wire.errors",
+    "ToolLoopError": "generic_framework.errors",
     "ToolResult": "generic_framework.core.reply",
     "UpstreamBusyError": "generic_framework.wire.errors",
     "WebSearch": "generic_framework.tools",
@@ -88,6 +88,10 @@ if TYPE_CHECKING:
     from generic_framework.core.reply import ToolCallInfo as ToolCallInfo
     from generic_framework.core.reply import ToolResult as ToolResult
     from generic_framework.core.spec import PersonaSpec as PersonaSpec
+    from generic_framework.errors import ConfigError as ConfigError
+    from generic_framework.errors import GLMError as GLMError
+    from generic_framework.errors import StoreUnavailableError as StoreUnavailableError
+    from generic_framework.errors import ToolLoopError as ToolLoopError
     from generic_framework.mcp_tools.connection import MCPFailure as MCPFailure
     from generic_framework.mcp_tools.spec import MCPServerSpec as MCPServerSpec
     from generic_framework.runtime import Runtime as Runtime
@@ -105,17 +109,13 @@ if TYPE_CHECKING:
     from generic_framework.wire.errors import APITimeoutError as APITimeoutError
     from generic_framework.wire.errors import AuthenticationError as AuthenticationError
     from generic_framework.wire.errors import BadRequestError as BadRequestError
-    from generic_framework.wire.errors import ConfigError as ConfigError
     from generic_framework.wire.errors import ContentFilterError as ContentFilterError
-    from generic_framework.wire.errors import GLMError as GLMError
     from generic_framework.wire.errors import InsufficientBalanceError as InsufficientBalanceError
     from generic_framework.wire.errors import NotFoundError as NotFoundError
     from generic_framework.wire.errors import QuotaExceededError as QuotaExceededError
     from generic_framework.wire.errors import RateLimitError as RateLimitError
     from generic_framework.wire.errors import ResponseValidationError as ResponseValidationError
     from generic_framework.wire.errors import ServerError as ServerError
-    from generic_framework.wire.errors import StoreUnavailableError as StoreUnavailableError
-    from generic_framework.wire.errors import ToolLoopError as ToolLoopError
     from generic_framework.wire.errors import UpstreamBusyError as UpstreamBusyError
 
 

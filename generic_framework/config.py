@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from generic_framework.errors import ConfigError
 from generic_framework.limits import (
     BODY_BYTES_DEFAULT,
     BaseURL,
@@ -46,7 +47,7 @@ from generic_framework.limits import (
     check_persona_name,
     wording,
 )
-from generic_framework.wire.errors import ConfigError, redact_url, register_secret
+from generic_framework.redaction import redact_url, register_secret
 
 __all__ = [
     "CODING_BASE_URL",
@@ -155,7 +156,7 @@ class Settings(BaseModel):
             raise ConfigError(_hide(_explain(exc), _secret_values(merged))) from None
 
     def register_secrets(self) -> None:
-        """Have :func:`~generic_framework.wire.errors.redact` remove the key, the service token
+        """Have :func:`~generic_framework.redaction.redact` remove the key, the service token
         and the database password from any text, whatever its shape (``?sk-...`` in a URL).
 
         Entry points call it (the CLI, ``serve``) once the settings are read; a library object

@@ -3,7 +3,7 @@
 uvicorn binds its own socket during start-up; when that fails it logs the error and exits with
 its own status 3, which is none of the CLI's documented codes. Binding here first turns every
 failure (the port is taken, the address is not this machine's, a name does not resolve) into a
-:class:`~generic_framework.wire.errors.ConfigError` that says what to do, before an app is
+:class:`~generic_framework.errors.ConfigError` that says what to do, before an app is
 built; uvicorn then serves the sockets it is given (:func:`serve`).
 """
 
@@ -15,7 +15,7 @@ import socket
 
 import uvicorn
 
-from generic_framework.wire.errors import ConfigError
+from generic_framework.errors import ConfigError
 
 __all__ = ["Server", "listen", "serve", "url_host"]
 

@@ -20,8 +20,8 @@ from generic_framework.cli.offline import no_recording_text, offline_notice, unr
 from generic_framework.cli.output import print_reply
 from generic_framework.config import Settings
 from generic_framework.core.reply import Reply
+from generic_framework.errors import GLMError
 from generic_framework.runtime import Runtime
-from generic_framework.wire.errors import GLMError
 
 __all__ = ["ChatOptions", "run_chat"]
 

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from generic_framework.config import Settings, load_dotenv
+from generic_framework.errors import ConfigError, GLMError
+from generic_framework.redaction import redact, redact_url
 from generic_framework.wire import errors as e
-from generic_framework.wire.errors import ConfigError, GLMError, redact, redact_url
 
 if TYPE_CHECKING:
     from generic_framework.core.spec import PersonaSpec
@@ -141,7 +142,7 @@ def explain(exc: GLMError, settings: Settings) -> str:
         (e.ServerError, f"Z.AI failed on its side, retried {retries} times: try again later"),
         (e.ResponseValidationError, "Z.AI (or a proxy) sent a body that is not a chat answer"),
         (e.BadRequestError, "Z.AI rejected the request"),
-        (e.ConfigError, "configuration error"),
+        (ConfigError, "configuration error"),
     ]
     hint = next((text for cls, text in hints if isinstance(exc, cls)), "error")
     # The hints quote settings (the endpoint URL): redacted like every error text.

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 
 from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, err, run_command
 from generic_framework.config import Settings
+from generic_framework.errors import ConfigError, StoreUnavailableError
+from generic_framework.redaction import redact
 from generic_framework.store import ConversationStore, checksum, open_store
 from generic_framework.store.postgres_errors import redact_url
-from generic_framework.wire.errors import ConfigError, StoreUnavailableError, redact
 
 __all__ = [
     "CopyResult",

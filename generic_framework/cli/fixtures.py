@@ -8,7 +8,7 @@ from pathlib import Path
 
 from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, err, persona_specs, run_command
 from generic_framework.config import Settings
-from generic_framework.wire.errors import ConfigError
+from generic_framework.errors import ConfigError
 
 __all__ = ["run_record", "run_replay"]
 

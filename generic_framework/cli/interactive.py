@@ -22,9 +22,9 @@ from generic_framework.cli.status import Status
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.persona import WEB_PREFIX, Persona
 from generic_framework.core.reply import Reply
+from generic_framework.errors import ConfigError, GLMError
 from generic_framework.limits import check_text
 from generic_framework.runtime import Runtime
-from generic_framework.wire.errors import ConfigError, GLMError
 
 __all__ = ["HELP", "interactive"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from generic_framework.cli.common import EXIT_OK, EXIT_USAGE, err
+from generic_framework.errors import ConfigError
 from generic_framework.mock import serve_forever
-from generic_framework.wire.errors import ConfigError
 
 __all__ = ["run_mock"]
 

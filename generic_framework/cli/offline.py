@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pydantic import SecretStr
 
 from generic_framework.config import Settings
-from generic_framework.wire.errors import GLMError
+from generic_framework.errors import GLMError
 
 __all__ = ["no_recording_text", "offline_notice", "unrecorded", "upstream"]
 

@@ -30,7 +30,8 @@ from generic_framework.core.tooling import (
     tool_result,
 )
 from generic_framework.core.turn import Turn
-from generic_framework.wire.errors import ContentFilterError, ToolLoopError
+from generic_framework.errors import ToolLoopError
+from generic_framework.wire.errors import ContentFilterError
 from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,

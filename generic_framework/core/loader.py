@@ -49,9 +49,9 @@ from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
 from generic_framework.core.resources import Resources
 from generic_framework.core.spec import PersonaSpec
+from generic_framework.errors import ConfigError
 from generic_framework.tools.base import FunctionTool
 from generic_framework.tools.examples import EXAMPLE_TOOLS
-from generic_framework.wire.errors import ConfigError
 
 __all__ = ["load_persona", "load_personas", "load_spec", "load_specs", "resolve_tools"]
 

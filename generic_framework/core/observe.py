@@ -25,10 +25,10 @@ from generic_framework.core.account import TurnAccount
 from generic_framework.core.reply import ToolResult
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.core.tooling import ToolPlan
+from generic_framework.redaction import redact
 from generic_framework.telemetry import Telemetry
 from generic_framework.telemetry.logs import conversation_hash
 from generic_framework.tools.search import SEARCH_TOOL_NAME
-from generic_framework.wire.errors import redact
 from generic_framework.wire.messages import ChatCompletion, ChatRequest, ToolCall
 
 if TYPE_CHECKING:

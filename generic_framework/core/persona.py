@@ -40,12 +40,12 @@ from generic_framework.core.tooling import (
     with_tools,
 )
 from generic_framework.core.turn import Turn, turn_record
+from generic_framework.errors import ToolLoopError
 from generic_framework.limits import check_conversation_id, check_text
 from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.tools.base import FunctionTool, Tool
 from generic_framework.tools.search import SearchFunction
 from generic_framework.tools.web_search import WebSearch
-from generic_framework.wire.errors import ToolLoopError
 from generic_framework.wire.messages import Message, SystemMessage, Thinking, UserMessage
 
 __all__ = [

@@ -33,11 +33,11 @@ import httpx
 
 from generic_framework.config import Settings
 from generic_framework.core.locks import ConversationLocks
+from generic_framework.errors import ConfigError
 from generic_framework.mcp_tools.sessions import MCPSessions
 from generic_framework.store import is_postgres_url, open_store
 from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
-from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.model import ChatModel
 from generic_framework.wire.slots import LocalSlots, UpstreamSlots
 

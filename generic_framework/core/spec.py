@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from generic_framework.config import Settings
+from generic_framework.errors import ConfigError
 from generic_framework.limits import (
     ModelId,
     Temperature,
@@ -26,7 +27,6 @@ from generic_framework.limits import (
 )
 from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.tools.web_search import WebSearch
-from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Thinking
 
 __all__ = ["DEFAULT_FINAL_ANSWER_FALLBACK", "PersonaSpec", "ResolvedSpec", "explain"]

@@ -20,6 +20,8 @@ from pydantic_core import to_json
 from generic_framework.core.account import SearchRoute
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.reply import ToolResult
+from generic_framework.errors import ConfigError
+from generic_framework.redaction import redact
 from generic_framework.tools.base import FunctionTool, Tool, ToolOutcome
 from generic_framework.tools.search import (
     SEARCH_TOOL_NAME,
@@ -29,7 +31,6 @@ from generic_framework.tools.search import (
     make_search_tool,
 )
 from generic_framework.tools.web_search import WebSearch
-from generic_framework.wire.errors import ConfigError, redact
 from generic_framework.wire.messages import ToolCall, ToolSpec
 
 __all__ = [

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from generic_framework.mcp_tools import sdk
 from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.mcp_tools.stderr import StderrPipe
+from generic_framework.redaction import redact
 from generic_framework.tools.base import ToolError
-from generic_framework.wire.errors import redact
 
 if TYPE_CHECKING:
     import httpx2

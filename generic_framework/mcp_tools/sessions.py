@@ -23,12 +23,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from generic_framework.config import Settings
+from generic_framework.errors import ConfigError
 from generic_framework.mcp_tools.connection import Listing, MCPConnection, MCPFailure
 from generic_framework.mcp_tools.naming import offered_name
 from generic_framework.mcp_tools.spec import MCPServerSpec, missing_variables
 from generic_framework.mcp_tools.tools import MCPTool
 from generic_framework.mcp_tools.web_search import SEARCH_SERVER_NAME, WebSearchMCP
-from generic_framework.wire.errors import ConfigError, register_secret
+from generic_framework.redaction import register_secret
 
 if TYPE_CHECKING:
     from generic_framework.tools.search import SearchHits

@@ -14,7 +14,7 @@ import os
 from collections import deque
 from typing import TextIO
 
-from generic_framework.wire.errors import redact
+from generic_framework.redaction import redact
 
 __all__ = ["TAIL_LINES", "StderrPipe"]
 

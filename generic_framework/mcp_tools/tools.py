@@ -14,8 +14,8 @@ from typing import Any
 
 from generic_framework.mcp_tools.connection import MCPConnection, MCPFailure
 from generic_framework.mcp_tools.results import render_result
+from generic_framework.redaction import redact
 from generic_framework.tools.base import ToolOutcome
-from generic_framework.wire.errors import redact
 from generic_framework.wire.messages import FunctionDefinition, FunctionToolSpec
 
 __all__ = ["MCPTool", "tool_parameters"]

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from generic_framework.wire.errors import ConfigError
+from generic_framework.errors import ConfigError
 
 __all__ = [
     "DEFAULT_PERSONA",

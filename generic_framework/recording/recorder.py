@@ -29,10 +29,11 @@ from generic_framework.core.events import Done
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
 from generic_framework.core.spec import PersonaSpec
+from generic_framework.errors import ConfigError, GLMError
 from generic_framework.mock.fixture import DEFAULT_PERSONA, Fixture, FixtureError
 from generic_framework.mock.sse import parse_sse
+from generic_framework.redaction import redact
 from generic_framework.runtime import Runtime
-from generic_framework.wire.errors import ConfigError, GLMError, redact
 
 __all__ = [
     "REDACTED",

@@ -32,12 +32,12 @@ from generic_framework.config import Settings
 from generic_framework.core.events import Done
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
+from generic_framework.errors import ConfigError, GLMError
 from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_fixtures
 from generic_framework.mock.server import MockServer
 from generic_framework.runtime import Runtime
 from generic_framework.tools import EXAMPLE_TOOLS, SEARCH_TOOL_NAME, FunctionTool, WebSearch
 from generic_framework.tools.web_search import WebSearchMode
-from generic_framework.wire.errors import ConfigError, GLMError
 
 __all__ = [
     "ReplayResult",

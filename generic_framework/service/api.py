@@ -1,7 +1,7 @@
 """The ``/v1`` endpoints: models, chat completions, and server-held conversations.
 
 Endpoints raise on every failure (a :class:`~generic_framework.service.errors.ServiceError` for a
-bad request, the persona's :class:`~generic_framework.wire.errors.GLMError` for an upstream
+bad request, the persona's :class:`~generic_framework.errors.GLMError` for an upstream
 failure); the app's exception handlers answer (:data:`~generic_framework.service.errors.
 EXCEPTION_HANDLERS`). A persona serialises the turns of a conversation itself, under the
 runtime's locks; ``DELETE`` takes the same lock.

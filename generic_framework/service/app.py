@@ -36,6 +36,8 @@ from starlette.staticfiles import StaticFiles
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
+from generic_framework.errors import ConfigError
+from generic_framework.redaction import redact_url, register_secret
 from generic_framework.runtime import Runtime, default_persona
 from generic_framework.service.api import (
     chat_completions,
@@ -57,7 +59,6 @@ from generic_framework.service.middleware import (
 from generic_framework.service.openapi import openapi_document
 from generic_framework.service.readiness import UpstreamProbe, check_store
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
-from generic_framework.wire.errors import ConfigError, redact_url, register_secret
 
 __all__ = ["STATIC_DIR", "create_app"]
 

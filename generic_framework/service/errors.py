@@ -46,13 +46,13 @@ offline mode only answers its recorded questions (never retried).
 ``x-should-retry: false``. Other 5xx are left to the client's own retry policy. The service's
 own client already retried the transient failures (``LLM_MAX_RETRIES``) before any of these.
 
-Messages come from :class:`~generic_framework.wire.errors.GLMError`, which are already
-redacted, and go through :func:`~generic_framework.wire.errors.redact` once more; an unexpected
+Messages come from :class:`~generic_framework.errors.GLMError`, which are already
+redacted, and go through :func:`~generic_framework.redaction.redact` once more; an unexpected
 exception's text is logged, never sent.
 
 Endpoints raise; :data:`EXCEPTION_HANDLERS` (installed by
 :func:`~generic_framework.service.create_app`) is the one place that answers. A
-:class:`ServiceError`, a :class:`~generic_framework.wire.errors.GLMError` or Starlette's
+:class:`ServiceError`, a :class:`~generic_framework.errors.GLMError` or Starlette's
 ``HTTPException`` is answered and handled. Any other exception is a bug: Starlette answers it
 with ``internal_error`` through the ``Exception`` handler, then raises it on to the server, which
 logs it with its traceback.
@@ -71,24 +71,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ExceptionHandler
 
+from generic_framework.errors import ConfigError, GLMError, StoreUnavailableError
+from generic_framework.redaction import redact
 from generic_framework.wire.errors import (
     APIConnectionError,
     APIError,
     APITimeoutError,
     AuthenticationError,
     BadRequestError,
-    ConfigError,
     ContentFilterError,
-    GLMError,
     InsufficientBalanceError,
     NotFoundError,
     QuotaExceededError,
     RateLimitError,
     ResponseValidationError,
     ServerError,
-    StoreUnavailableError,
     UpstreamBusyError,
-    redact,
 )
 
 __all__ = [

@@ -26,8 +26,9 @@ import urllib.request
 from collections.abc import Awaitable, Callable
 
 from generic_framework.config import DEFAULT_BASE_URL, Settings
+from generic_framework.errors import GLMError
+from generic_framework.redaction import redact
 from generic_framework.store.base import ConversationStore
-from generic_framework.wire.errors import GLMError, redact
 
 __all__ = [
     "CONNECT_TIMEOUT",

@@ -19,7 +19,7 @@ Limits, and why:
 - On SIGTERM, running requests get :data:`GRACEFUL_SHUTDOWN` seconds (under Docker's default
   10 s stop timeout) to finish.
 - uvicorn's log records (the access log quotes request paths) go through
-  :func:`~generic_framework.wire.errors.redact`, like every other log line.
+  :func:`~generic_framework.redaction.redact`, like every other log line.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from generic_framework.config import Settings
+from generic_framework.errors import ConfigError
 from generic_framework.limits import check_bind_host
 from generic_framework.listening import listen, serve
 from generic_framework.runtime import Runtime
@@ -47,7 +48,6 @@ from generic_framework.service.errors import error_body
 from generic_framework.service.sole import sole_sqlite_service
 from generic_framework.telemetry.logs import configure_logging, redact_uvicorn_logs
 from generic_framework.telemetry.tracing import setup_tracing
-from generic_framework.wire.errors import ConfigError
 
 logger = logging.getLogger("generic_framework.service")
 

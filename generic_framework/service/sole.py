@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from generic_framework.wire.errors import ConfigError
+from generic_framework.errors import ConfigError
 
 __all__ = ["sole_sqlite_service"]
 

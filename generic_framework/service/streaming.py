@@ -33,6 +33,7 @@ from starlette.types import Receive, Scope, Send
 
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.reply import Reply
+from generic_framework.errors import ToolLoopError
 from generic_framework.service.errors import map_exception
 from generic_framework.service.mapping import (
     completion_id,
@@ -49,7 +50,6 @@ from generic_framework.service.schemas import (
     ReplySummaryOut,
 )
 from generic_framework.service.sources import sources_footer
-from generic_framework.wire.errors import ToolLoopError
 
 __all__ = ["DONE", "KEEPALIVE", "SSE_HEADERS", "StreamWriter", "TurnStream", "turn_stream"]
 

@@ -14,7 +14,7 @@
   the turn (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``): contiguous, never duplicated.
 - **Migrations** at first use, once across replicas (:mod:`~.postgres_schema`).
 - **Errors.** A server that cannot be reached or drops the connection becomes
-  :class:`~generic_framework.wire.errors.StoreUnavailableError` (retryable, with a
+  :class:`~generic_framework.errors.StoreUnavailableError` (retryable, with a
   ``retry_after``); messages name the database without its password.
 
 psycopg is an optional dependency: ``pip install 'generic-framework[postgres]'``.
@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from generic_framework.errors import ConfigError
 from generic_framework.store.base import (
     ConversationDump,
     ConversationSummary,
@@ -51,7 +52,6 @@ from generic_framework.store.postgres_locks import UNLOCK, Hold, PostgresLocks, 
 from generic_framework.store.postgres_rows import as_time, iso, record_from, record_params
 from generic_framework.store.postgres_schema import MIGRATIONS, migrate
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS
-from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
 
 __all__ = ["POOL_TIMEOUT", "PostgresStore"]

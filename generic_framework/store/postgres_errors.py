@@ -10,12 +10,8 @@ import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from generic_framework.wire.errors import (
-    StoreUnavailableError,
-    redact,
-    redact_url,
-    register_secret,
-)
+from generic_framework.errors import StoreUnavailableError
+from generic_framework.redaction import redact, redact_url, register_secret
 
 __all__ = ["RETRY_AFTER", "redact_url", "register_password", "translated", "unavailable"]
 
@@ -24,7 +20,7 @@ RETRY_AFTER = 2.0
 
 
 def register_password(url: str) -> None:
-    """Make :func:`~generic_framework.wire.errors.redact` remove the URL's password anywhere."""
+    """Make :func:`~generic_framework.redaction.redact` remove the URL's password anywhere."""
     password = urllib.parse.urlsplit(url).password
     if password:
         register_secret(password)
@@ -44,7 +40,7 @@ def unavailable(exc: BaseException, where: str) -> StoreUnavailableError:
 @contextmanager
 def translated(where: str) -> Iterator[None]:
     """Connection failures (server down, restarted, pool exhausted) become
-    :class:`~generic_framework.wire.errors.StoreUnavailableError`."""
+    :class:`~generic_framework.errors.StoreUnavailableError`."""
     import psycopg
     import psycopg_pool
 

@@ -16,7 +16,7 @@ Each :class:`~generic_framework.store.postgres.PostgresStore` keeps one dedicate
   waiting replica gets the conversation;
 - **a lost connection** (server restart, network) takes this replica's locks with it. Every
   hold remembers the connection it was taken on (a generation number); a turn whose
-  connection is gone fails with :class:`~generic_framework.wire.errors.StoreUnavailableError`
+  connection is gone fails with :class:`~generic_framework.errors.StoreUnavailableError`
   when it next loads or stores, so it never writes without holding the lock. The next hold
   connects again.
 
@@ -34,9 +34,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres_errors import RETRY_AFTER, translated, unavailable
 from generic_framework.store.postgres_schema import advisory_key
-from generic_framework.wire.errors import StoreUnavailableError
 
 __all__ = ["FIRST_WAIT", "MOST_WAIT", "Hold", "PostgresLocks", "Read", "conversation_key"]
 

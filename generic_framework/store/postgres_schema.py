@@ -21,7 +21,7 @@ import hashlib
 import logging
 from typing import Any
 
-from generic_framework.wire.errors import ConfigError
+from generic_framework.errors import ConfigError
 
 __all__ = ["MIGRATIONS", "MIGRATION_LOCK", "advisory_key", "migrate"]
 

@@ -18,7 +18,7 @@
   the usual quick statement instead of paying for a full trip through the event loop): a commit
   waits for the disk, which can take milliseconds. One connection per store, guarded by a thread
   lock, serves all threads.
-- **A damaged or unusable file is a** :class:`~generic_framework.wire.errors.ConfigError` naming
+- **A damaged or unusable file is a** :class:`~generic_framework.errors.ConfigError` naming
   the file and what to do, not a bare ``sqlite3`` traceback; the connection is dropped, so the
   next operation opens the file again once it was repaired or replaced.
 """
@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 
+from generic_framework.errors import ConfigError
 from generic_framework.offload import Offload
 from generic_framework.store.base import (
     ConversationDump,
@@ -58,7 +59,6 @@ from generic_framework.store.sqlite_schema import (
     record_from,
     record_values,
 )
-from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import Message
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]

@@ -14,8 +14,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from generic_framework.errors import ConfigError
 from generic_framework.store.base import TurnRecord
-from generic_framework.wire.errors import ConfigError
 
 if TYPE_CHECKING:
     import sqlite3

@@ -3,7 +3,7 @@
 :class:`JsonFormatter` writes ``time``, ``level``, ``logger`` and ``message``, then every field
 a log call passed in ``extra`` (the turn's line carries ``turn_id``, ``persona``, the hashed
 ``conversation``, ``request_id``, ``outcome``, token counts...). Messages, string fields and
-tracebacks go through :func:`~generic_framework.wire.errors.redact` once more, so a key that
+tracebacks go through :func:`~generic_framework.redaction.redact` once more, so a key that
 slipped into a message is still not written.
 
 :func:`configure_logging` is for the entry points (``generic-framework serve``): the library
@@ -19,7 +19,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from generic_framework.wire.errors import redact
+from generic_framework.redaction import redact
 
 __all__ = [
     "TEXT_FORMAT",

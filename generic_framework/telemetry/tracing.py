@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from generic_framework import __version__
-from generic_framework.wire.errors import redact
+from generic_framework.redaction import redact
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider

@@ -24,8 +24,9 @@ from typing import Any, Protocol, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_json
 
+from generic_framework.errors import ConfigError, ToolLoopError
 from generic_framework.offload import Offload
-from generic_framework.wire.errors import ConfigError, ToolLoopError, redact
+from generic_framework.redaction import redact
 from generic_framework.wire.messages import FunctionDefinition, FunctionToolSpec
 
 __all__ = [

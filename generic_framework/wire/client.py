@@ -32,15 +32,14 @@ import httpx
 from pydantic import BaseModel
 
 from generic_framework.config import Settings
+from generic_framework.errors import GLMError
+from generic_framework.redaction import redact, register_secret
 from generic_framework.wire.direct import ClientSend, DirectSend, Sender
 from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
-    GLMError,
     RateLimitError,
     ResponseValidationError,
-    redact,
-    register_secret,
 )
 from generic_framework.wire.messages import (
     ChatCompletion,

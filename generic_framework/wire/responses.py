@@ -13,13 +13,13 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from generic_framework.redaction import redact
 from generic_framework.wire.errors import (
     APIStatusError,
     ContentFilterError,
     ResponseValidationError,
     ServerError,
     error_for,
-    redact,
 )
 from generic_framework.wire.messages import ChatCompletion, WebSearchResponse
 from generic_framework.wire.retry import parse_retry_after

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from generic_framework.wire.errors import GLMError
+from generic_framework.errors import GLMError
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from generic_framework.errors import GLMError
 from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
-    GLMError,
     ResponseValidationError,
 )
 

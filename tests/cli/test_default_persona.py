@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from generic_framework.config import Settings
+from generic_framework.errors import ConfigError
 from generic_framework.runtime import Runtime, default_persona
 from generic_framework.service import app as service_app
-from generic_framework.wire.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,11 +13,11 @@ from conversation_turns import turn
 from zai_script import Script, call, completion, make_settings
 
 from generic_framework.core.persona import Persona
+from generic_framework.errors import ConfigError
 from generic_framework.runtime import Runtime
 from generic_framework.store.sqlite import MIGRATIONS, SQLiteStore
 from generic_framework.tools import tool
 from generic_framework.wire.client import GLMClient
-from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import (
     AssistantMessage,
     UserMessage,

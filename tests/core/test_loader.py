@@ -9,8 +9,8 @@ import pytest
 
 from generic_framework.config import Settings
 from generic_framework.core.loader import load_persona, load_personas
+from generic_framework.errors import ConfigError
 from generic_framework.runtime import Runtime
-from generic_framework.wire.errors import ConfigError
 
 PERSONAS = Path(__file__).resolve().parents[2] / "personas"
 

@@ -21,10 +21,11 @@ from generic_framework.core.persona import (
     FORCED_ANSWER_INSTRUCTION,
     Persona,
 )
+from generic_framework.errors import ToolLoopError
 from generic_framework.runtime import Runtime
 from generic_framework.tools import WebSearch, calculate, tool
 from generic_framework.wire.client import GLMClient
-from generic_framework.wire.errors import BadRequestError, ToolLoopError
+from generic_framework.wire.errors import BadRequestError
 
 MakeScript = Callable[..., Script]
 MakeClient = Callable[..., GLMClient]

@@ -13,11 +13,11 @@ from pydantic import SecretStr
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
+from generic_framework.errors import ConfigError
 from generic_framework.mock import MockServer, bundled_fixture_paths
 from generic_framework.runtime import Runtime
 from generic_framework.store import SQLiteStore
 from generic_framework.wire.client import GLMClient
-from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.slots import LocalSlots
 
 REPO = Path(__file__).resolve().parents[2]

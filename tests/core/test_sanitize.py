@@ -14,10 +14,10 @@ from zai_script import Script, call, completion, error, make_settings
 
 from generic_framework.core.persona import Persona
 from generic_framework.core.sanitize import history_problems, sanitize_history, split_turns
+from generic_framework.errors import GLMError
 from generic_framework.runtime import Runtime
 from generic_framework.tools import tool
 from generic_framework.wire.client import GLMClient
-from generic_framework.wire.errors import GLMError
 from generic_framework.wire.messages import (
     AssistantMessage,
     FunctionCall,

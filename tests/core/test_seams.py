@@ -21,10 +21,10 @@ from generic_framework.core.reply import Reply, ToolResult
 from generic_framework.core.resources import Resources
 from generic_framework.core.spec import PersonaSpec, ResolvedSpec
 from generic_framework.core.turn import Turn
+from generic_framework.errors import ToolLoopError
 from generic_framework.runtime import Runtime
 from generic_framework.testing import tool_call
 from generic_framework.tools import tool
-from generic_framework.wire.errors import ToolLoopError
 from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from generic_framework.config import CODING_BASE_URL, DEFAULT_BASE_URL, Settings, load_dotenv
-from generic_framework.wire.errors import ConfigError
+from generic_framework.errors import ConfigError
 
 # Every variable of the public environment table with its documented default.
 DEFAULTS: list[tuple[str, str, Any]] = [
@@ -288,10 +288,10 @@ def test_defaults_ignore_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_constructing_settings_registers_no_secret() -> None:
-    from generic_framework.wire import errors
+    from generic_framework import redaction
 
     Settings.defaults(api_key="sk-settings-only-0123456789")
-    assert "sk-settings-only-0123456789" not in errors._KNOWN_SECRETS
+    assert "sk-settings-only-0123456789" not in redaction._KNOWN_SECRETS
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
+from generic_framework import errors as tree
+from generic_framework import redaction
+from generic_framework.errors import ConfigError, GLMError
+from generic_framework.redaction import redact
 from generic_framework.wire import errors
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import (
@@ -17,9 +21,7 @@ from generic_framework.wire.errors import (
     APITimeoutError,
     AuthenticationError,
     BadRequestError,
-    ConfigError,
     ContentFilterError,
-    GLMError,
     InsufficientBalanceError,
     NotFoundError,
     QuotaExceededError,
@@ -27,7 +29,6 @@ from generic_framework.wire.errors import (
     ResponseValidationError,
     ServerError,
     error_for,
-    redact,
 )
 from generic_framework.wire.messages import ChatRequest, UserMessage
 from generic_framework.wire.retry import is_retryable
@@ -175,10 +176,14 @@ def test_network_error_code_is_retried() -> None:
 
 
 def test_the_tree_matches_the_documented_shape() -> None:
-    for name in errors.__all__:
-        value = getattr(errors, name)
-        if isinstance(value, type):
-            assert issubclass(value, GLMError), name
+    for module in (tree, errors):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if isinstance(value, type):
+                assert issubclass(value, GLMError), name
+    # Only the upstream's errors live in wire/: the rest is not a wire error.
+    assert all(issubclass(getattr(errors, n), APIError) for n in errors.__all__ if n[0].isupper())
+    assert not any(issubclass(getattr(tree, n), APIError) for n in tree.__all__)
     for cls in (AuthenticationError, InsufficientBalanceError, RateLimitError, BadRequestError):
         assert issubclass(cls, APIStatusError)
     for cls in (ContentFilterError, ServerError, NotFoundError, QuotaExceededError):
@@ -273,19 +278,19 @@ def test_redact_removes_credentials_from_urls(text: str, expected: str | None) -
     ],
 )
 def test_redact_url_hides_the_query_fragment_and_user_information(url: str, shown: str) -> None:
-    assert errors.redact_url(url) == shown
+    assert redaction.redact_url(url) == shown
 
 
 def test_redact_url_removes_a_registered_secret_from_the_path() -> None:
-    errors.register_secret("path-secret-0badc0de")
+    redaction.register_secret("path-secret-0badc0de")
     try:
-        assert errors.redact_url("https://h/path-secret-0badc0de/v4") == "https://h/***/v4"
+        assert redaction.redact_url("https://h/path-secret-0badc0de/v4") == "https://h/***/v4"
     finally:
-        errors._KNOWN_SECRETS.discard("path-secret-0badc0de")
+        redaction._KNOWN_SECRETS.discard("path-secret-0badc0de")
 
 
 def test_redact_removes_a_registered_secret_of_any_shape() -> None:
-    errors.register_secret("plain-words-as-a-secret")
+    redaction.register_secret("plain-words-as-a-secret")
 
     assert redact("the value plain-words-as-a-secret leaked") == "the value *** leaked"
 

@@ -16,8 +16,8 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from support import needs_ipv6_loopback
 
+from generic_framework.errors import ConfigError
 from generic_framework.listening import Server, listen, serve, url_host
-from generic_framework.wire.errors import ConfigError
 
 
 @pytest.fixture

@@ -12,11 +12,11 @@ import time
 import httpx
 import pytest
 
+from generic_framework.errors import GLMError
 from generic_framework.wire import retry
 from generic_framework.wire.errors import (
     APIConnectionError,
     BadRequestError,
-    GLMError,
     InsufficientBalanceError,
     RateLimitError,
     ServerError,

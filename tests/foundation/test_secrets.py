@@ -12,8 +12,9 @@ import httpx
 import pytest
 
 from generic_framework.config import Settings
+from generic_framework.errors import GLMError
 from generic_framework.wire.client import GLMClient
-from generic_framework.wire.errors import GLMError, ResponseValidationError
+from generic_framework.wire.errors import ResponseValidationError
 from generic_framework.wire.messages import ChatRequest, UserMessage
 
 MakeClient = Callable[..., tuple[GLMClient, Any]]

@@ -10,10 +10,11 @@ import httpx
 import pytest
 
 from generic_framework.config import Settings
+from generic_framework.errors import StoreUnavailableError
 from generic_framework.service.errors import map_exception
 from generic_framework.wire import retry
 from generic_framework.wire.client import GLMClient
-from generic_framework.wire.errors import StoreUnavailableError, UpstreamBusyError
+from generic_framework.wire.errors import UpstreamBusyError
 from generic_framework.wire.messages import ChatRequest, UserMessage
 from generic_framework.wire.slots import LocalSlots, SlotLease
 

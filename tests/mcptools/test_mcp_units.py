@@ -14,6 +14,7 @@ from generic_framework.config import Settings
 from generic_framework.core.loader import load_spec
 from generic_framework.core.persona import Persona
 from generic_framework.core.spec import PersonaSpec
+from generic_framework.errors import ConfigError
 from generic_framework.mcp_tools import MCPFailure, MCPServerSpec, offered_name
 from generic_framework.mcp_tools.results import MAX_RESULT_CHARS, render_result
 from generic_framework.mcp_tools.web_search import (
@@ -24,7 +25,6 @@ from generic_framework.mcp_tools.web_search import (
 from generic_framework.runtime import Runtime
 from generic_framework.tools import WebSearch
 from generic_framework.tools.base import NO_OUTPUT
-from generic_framework.wire.errors import ConfigError
 
 ZAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 EXAMPLES = Path(__file__).resolve().parents[2] / "personas" / "examples"

@@ -11,6 +11,7 @@ import pytest
 from mock_helpers import chat, completion, exchange, make_fixture, simple, user
 from pydantic import ValidationError
 
+from generic_framework.errors import ConfigError
 from generic_framework.mock import (
     MockServer,
     bundled_examples,
@@ -23,7 +24,6 @@ from generic_framework.mock.normalize import canonical_text, chat_shape, turn_st
 from generic_framework.mock.schema import fixture_schema_text
 from generic_framework.mock.server import serve_forever
 from generic_framework.mock.sse import completion_to_events, events_to_completion, parse_sse
-from generic_framework.wire.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "docs" / "design" / "fixture.schema.json"

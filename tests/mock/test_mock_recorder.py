@@ -239,7 +239,7 @@ def test_no_fixture_in_the_repository_holds_a_secret() -> None:
 
 
 async def test_recording_with_an_unknown_persona_is_a_configuration_error(tmp_path: Path) -> None:
-    from generic_framework.wire.errors import ConfigError
+    from generic_framework.errors import ConfigError
 
     upstream = Upstream(lambda body: gzipped_json(ANSWER))
     with pytest.raises(ConfigError, match=r"unknown persona 'nobody'; available: .*scout"):

@@ -26,11 +26,11 @@ from generic_framework.config import Settings
 from generic_framework.core.events import Done
 from generic_framework.core.loader import load_persona
 from generic_framework.core.reply import Reply
+from generic_framework.errors import GLMError
 from generic_framework.mock.fixture import Expected
 from generic_framework.runtime import Runtime
 from generic_framework.store import ConversationStore, SQLiteStore
 from generic_framework.wire import retry
-from generic_framework.wire.errors import GLMError
 
 pytestmark = pytest.mark.e2e
 

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from generic_framework.config import Settings
 from generic_framework.core.loader import load_persona
-from generic_framework.wire.errors import ConfigError
+from generic_framework.errors import ConfigError
 
 EXAMPLES = 500
 """About 3 s."""

@@ -10,13 +10,14 @@ import openai
 import pytest
 from service_fakes import FOOTER, FakePersona, chunks, make_reply
 
+from generic_framework.errors import ConfigError, StoreUnavailableError
+from generic_framework.redaction import register_secret
 from generic_framework.store import SQLiteStore
 from generic_framework.wire.errors import (
     APIConnectionError,
     APITimeoutError,
     AuthenticationError,
     BadRequestError,
-    ConfigError,
     ContentFilterError,
     InsufficientBalanceError,
     NotFoundError,
@@ -24,9 +25,7 @@ from generic_framework.wire.errors import (
     RateLimitError,
     ResponseValidationError,
     ServerError,
-    StoreUnavailableError,
     UpstreamBusyError,
-    register_secret,
 )
 from generic_framework.wire.messages import AssistantMessage, UserMessage
 

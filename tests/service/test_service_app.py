@@ -14,11 +14,11 @@ from service_processes import PERSONAS, REPO
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
+from generic_framework.errors import ConfigError
 from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 from generic_framework.service.state import ServiceState
 from generic_framework.store import SQLiteStore
-from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 

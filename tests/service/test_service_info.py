@@ -10,7 +10,7 @@ import httpx
 import pytest
 from service_fakes import FakePersona
 
-from generic_framework.wire.errors import ConfigError
+from generic_framework.errors import ConfigError
 
 Client = Callable[..., httpx.AsyncClient]
 

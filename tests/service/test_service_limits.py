@@ -15,11 +15,11 @@ from service_fakes import TOKEN
 from service_processes import served_in_thread
 
 from generic_framework.config import Settings
+from generic_framework.errors import ConfigError
 from generic_framework.runtime import Runtime
 from generic_framework.service import check_bind, create_app, is_loopback, uvicorn_config
 from generic_framework.service.middleware import BodyLimitMiddleware
 from generic_framework.store import SQLiteStore
-from generic_framework.wire.errors import ConfigError
 
 Client = Callable[..., httpx.AsyncClient]
 

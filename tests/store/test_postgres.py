@@ -13,10 +13,11 @@ from typing import Any, TypeVar
 
 import pytest
 
+from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres import PostgresStore
 from generic_framework.store.postgres_schema import advisory_key
 from generic_framework.store.postgres_slots import PostgresSlots, budget_namespace
-from generic_framework.wire.errors import StoreUnavailableError, UpstreamBusyError
+from generic_framework.wire.errors import UpstreamBusyError
 from generic_framework.wire.messages import AssistantMessage, Message, UserMessage
 
 T = TypeVar("T")

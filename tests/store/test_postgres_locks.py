@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres import PostgresStore
-from generic_framework.wire.errors import StoreUnavailableError
 from generic_framework.wire.messages import AssistantMessage, Message, UserMessage
 
 _OTHERS = "datname = current_database() AND pid <> pg_backend_pid()"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from generic_framework.errors import ConfigError
 from generic_framework.store import SQLiteStore, TurnRecord
 from generic_framework.store.sqlite import MIGRATIONS
-from generic_framework.wire.errors import ConfigError
 from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 V1 = Path(__file__).parent / "data" / "conversations-v1.sqlite3"

@@ -16,10 +16,11 @@ import pytest
 from conftest import settings
 
 from generic_framework.core.persona import Persona
+from generic_framework.redaction import register_secret
 from generic_framework.runtime import Runtime
 from generic_framework.telemetry import Telemetry
 from generic_framework.telemetry.logs import JsonFormatter, conversation_hash
-from generic_framework.wire.errors import RateLimitError, register_secret
+from generic_framework.wire.errors import RateLimitError
 
 SECRET = "f00dfeed" * 4 + ".JsonLogSecret123"
 

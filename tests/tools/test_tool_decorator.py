@@ -10,9 +10,9 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from generic_framework.errors import ConfigError, ToolLoopError
 from generic_framework.tools import FunctionTool, tool
 from generic_framework.tools.base import NO_OUTPUT, parse_docstring, render_output
-from generic_framework.wire.errors import ConfigError, ToolLoopError
 
 
 class Point(BaseModel):

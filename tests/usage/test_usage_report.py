@@ -12,6 +12,7 @@ import pytest
 
 from generic_framework.config import Settings
 from generic_framework.core.reply import Reply
+from generic_framework.errors import ConfigError
 from generic_framework.mock import create_app as create_mock
 from generic_framework.runtime import Runtime
 from generic_framework.usage import (
@@ -24,7 +25,6 @@ from generic_framework.usage import (
     report_data,
     summarize,
 )
-from generic_framework.wire.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 
