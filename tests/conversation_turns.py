@@ -1,4 +1,4 @@
-"""A conversation turn as the stores keep it, shared by the store contract and the SQLite tests."""
+"""A conversation turn as the stores keep it, shared by the store and service tests."""
 
 from __future__ import annotations
 
@@ -23,3 +23,15 @@ def turn(n: int, *, with_tool: bool = False, text: str = "") -> list[Message]:
         ]
     messages.append(AssistantMessage(content=f"answer {n}"))
     return messages
+
+
+def exchange(question: str, answer: str, *, tool: bool = False) -> list[Message]:
+    """A turn as typed and answered: with ``tool`` a ``calculate`` call and its result between."""
+    out: list[Message] = [UserMessage(content=question)]
+    if tool:
+        call = ToolCall(id="t1", function=FunctionCall(name="calculate", arguments="{}"))
+        out += [
+            AssistantMessage(content=None, tool_calls=[call]),
+            ToolMessage(content="4", tool_call_id="t1"),
+        ]
+    return [*out, AssistantMessage(content=answer)]

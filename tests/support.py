@@ -1,13 +1,43 @@
-"""Small helpers that tests in several folders share: the IPv6 loopback probe, polling."""
+"""Small helpers that tests in several folders share: the CLI as a subprocess, the IPv6 loopback
+probe, polling, a recording upstream budget."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
+
+from generic_framework.wire.slots import SlotLease
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(
+    args: list[str],
+    env: dict[str, str],
+    *,
+    stdin: str | None = None,
+    cwd: Path | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m generic_framework ARGS`` as users run it: output as text, exit code kept."""
+    return subprocess.run(
+        [sys.executable, "-m", "generic_framework", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or ROOT,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def has_ipv6_loopback() -> bool:
@@ -31,3 +61,28 @@ async def wait_for(check: Callable[[], bool], what: str = "", seconds: float = 1
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what or 'the check'}"
         await asyncio.sleep(0.02)
+
+
+class RecordingSlots:
+    """A budget that records what the client asks of it."""
+
+    limit = 1
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    async def acquire(self, *, respect_pause: bool = True) -> SlotLease:
+        self.calls.append(("acquire", respect_pause))
+        calls = self.calls
+
+        class Lease:
+            async def release(self) -> None:
+                calls.append("release")
+
+        return Lease()
+
+    async def pause(self, seconds: float) -> None:
+        self.calls.append(("pause", seconds))
+
+    async def aclose(self) -> None:
+        self.calls.append("close")

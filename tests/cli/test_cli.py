@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import run_cli
 
 from generic_framework.mock import MockServer
 
@@ -21,16 +21,7 @@ NANAIMO = "// what's the weather in Nanaimo?"
 def run(
     args: list[str], env: dict[str, str], stdin: str | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "generic_framework", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd or ROOT,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(args, env, stdin=stdin, cwd=cwd)
 
 
 @pytest.fixture

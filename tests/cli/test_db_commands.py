@@ -5,12 +5,12 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import run_cli
 
 from generic_framework.store import SQLiteStore, TurnRecord, checksum
 from generic_framework.wire.messages import AssistantMessage, UserMessage
@@ -21,14 +21,7 @@ pytestmark = pytest.mark.e2e
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "generic_framework", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_cli(list(args), env, timeout=120)
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import run_cli
 
 from generic_framework.config import Settings
 from generic_framework.errors import ConfigError
@@ -21,16 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def chat(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "generic_framework", "chat", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(["chat", *args], env, stdin=stdin)
 
 
 def write_persona(folder: Path, name: str, search: str | None) -> None:

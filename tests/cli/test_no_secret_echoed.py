@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support import run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -29,15 +30,7 @@ BASE = "https://api.z.ai/api/paas/v4"
 
 
 def run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "generic_framework", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(args, env)
 
 
 COMMANDS = [

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support import run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -18,16 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "generic_framework", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(list(args), env, stdin=stdin)
 
 
 def test_history_of_an_empty_conversation_says_there_is_nothing_yet(env: dict[str, str]) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from support import run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -50,15 +51,7 @@ def start(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
 
 
 def serve_once(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "generic_framework", "serve", "--port", str(_port())],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(["serve", "--port", str(_port())], env)
 
 
 def test_a_second_service_on_the_same_sqlite_file_exits_2(env: dict[str, str]) -> None:

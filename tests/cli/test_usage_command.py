@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from support import run_cli
 
 QUESTIONS = (
     "// what's the weather in Nanaimo?",
@@ -16,14 +17,7 @@ QUESTIONS = (
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "generic_framework", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return run_cli(list(args), env)
 
 
 def test_usage_json_totals_equal_the_sum_of_the_replies(env: dict[str, str]) -> None:

@@ -12,42 +12,17 @@ from typing import Any
 
 import httpx
 import pytest
+from support import RecordingSlots
 
 from generic_framework.config import Settings
 from generic_framework.wire import retry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.messages import ChatRequest, ContentDelta, UserMessage
-from generic_framework.wire.slots import SlotLease
 
 REQUEST = ChatRequest(model="glm-4.7", messages=[UserMessage(content="hi")])
 BASE_URL = "https://zai.test/api/paas/v4"
 SSE_HEADERS = {"content-type": "text/event-stream"}
 Load = Callable[[str], Any]
-
-
-class RecordingSlots:
-    """A budget that records what the client asks of it."""
-
-    limit = 1
-
-    def __init__(self) -> None:
-        self.calls: list[Any] = []
-
-    async def acquire(self, *, respect_pause: bool = True) -> SlotLease:
-        self.calls.append(("acquire", respect_pause))
-        calls = self.calls
-
-        class Lease:
-            async def release(self) -> None:
-                calls.append("release")
-
-        return Lease()
-
-    async def pause(self, seconds: float) -> None:
-        self.calls.append(("pause", seconds))
-
-    async def aclose(self) -> None:
-        self.calls.append("close")
 
 
 class RecordingObserver:

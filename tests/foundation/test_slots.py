@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import httpx
 import pytest
+from support import RecordingSlots
 
 from generic_framework.config import Settings
 from generic_framework.errors import StoreUnavailableError
@@ -16,7 +16,7 @@ from generic_framework.wire import retry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import UpstreamBusyError
 from generic_framework.wire.messages import ChatRequest, UserMessage
-from generic_framework.wire.slots import LocalSlots, SlotLease
+from generic_framework.wire.slots import LocalSlots
 
 REQUEST = ChatRequest(model="glm-4.7", messages=[UserMessage(content="hi")])
 ANSWER = {
@@ -55,31 +55,6 @@ async def test_a_local_pause_holds_every_new_call() -> None:
     with pytest.raises(UpstreamBusyError, match="1302"):
         await slots.acquire()  # a pause beyond the wait fails at once
     await (await slots.acquire(respect_pause=False)).release()
-
-
-class RecordingSlots:
-    """A budget that records what the client asks of it."""
-
-    limit = 1
-
-    def __init__(self) -> None:
-        self.calls: list[Any] = []
-
-    async def acquire(self, *, respect_pause: bool = True) -> SlotLease:
-        self.calls.append(("acquire", respect_pause))
-        calls = self.calls
-
-        class Lease:
-            async def release(self) -> None:
-                calls.append("release")
-
-        return Lease()
-
-    async def pause(self, seconds: float) -> None:
-        self.calls.append(("pause", seconds))
-
-    async def aclose(self) -> None:
-        self.calls.append("close")
 
 
 @pytest.mark.parametrize("stream", [False, True])

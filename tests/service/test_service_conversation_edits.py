@@ -9,16 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
+from conversation_turns import exchange
 
 from generic_framework.store import ConversationStore, TurnRecord, open_store
-from generic_framework.wire.messages import (
-    AssistantMessage,
-    FunctionCall,
-    Message,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
-)
 
 Client = Callable[..., httpx.AsyncClient]
 
@@ -36,19 +29,8 @@ async def store(  # the service tests' store, on both backends here
     await opened.aclose()
 
 
-def turn(question: str, answer: str, *, tool: bool = False) -> list[Message]:
-    out: list[Message] = [UserMessage(content=question)]
-    if tool:
-        call = ToolCall(id="t1", function=FunctionCall(name="calculate", arguments="{}"))
-        out += [
-            AssistantMessage(content=None, tool_calls=[call]),
-            ToolMessage(content="4", tool_call_id="t1"),
-        ]
-    return [*out, AssistantMessage(content=answer)]
-
-
 async def add(store: ConversationStore, cid: str, typed: str, *, tool: bool = False) -> None:
-    messages = turn(typed, f"answer to {typed}", tool=tool)
+    messages = exchange(typed, f"answer to {typed}", tool=tool)
     await store.append_turn(cid, "scout", messages, TurnRecord(input=typed))
 
 

@@ -9,37 +9,19 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conversation_turns import exchange
 
 from generic_framework.store import SourceRecord, SQLiteStore, TurnRecord
-from generic_framework.wire.messages import (
-    AssistantMessage,
-    FunctionCall,
-    Message,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
-)
 
 Client = Callable[..., httpx.AsyncClient]
 PERSONAS = Path(__file__).resolve().parents[2] / "personas"
-
-
-def messages(question: str, answer: str, *, tool: bool = False) -> list[Message]:
-    out: list[Message] = [UserMessage(content=question)]
-    if tool:
-        call = ToolCall(id="t1", function=FunctionCall(name="calculate", arguments="{}"))
-        out += [
-            AssistantMessage(content=None, tool_calls=[call]),
-            ToolMessage(content="4", tool_call_id="t1"),
-        ]
-    return [*out, AssistantMessage(content=answer)]
 
 
 async def add(store: SQLiteStore, cid: str, persona: str, typed: str, answer: str) -> None:
     sources = (SourceRecord(1, "Weather", "https://weather.example.org/n", "Example"),)
     record = TurnRecord(input=typed, model="glm-4.7", sources=sources if "//" in typed else ())
     question = typed.removeprefix("//").strip()
-    await store.append_turn(cid, persona, messages(question, answer, tool=True), record)
+    await store.append_turn(cid, persona, exchange(question, answer, tool=True), record)
     await asyncio.sleep(0.003)  # milliseconds apart, so the order is by time
 
 
