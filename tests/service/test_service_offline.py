@@ -124,6 +124,11 @@ def test_a_mock_zai_server_upstream_offers_its_recorded_questions(tmp_path: Path
         asked = httpx.get(f"{mock.url}/mock/examples", params={"persona": "scout"}).json()
     assert info["offline"] is True and info["default_persona"] == "scout"
     assert info["examples"] == bundled_examples(persona="scout") != []
+    # Every persona's own questions, learnt from the mock, as the embedded mock gives them.
+    assert info["persona_examples"] == {
+        name: bundled_examples(persona=name) for name in ("helper", "scout")
+    }
+    assert info["persona_examples"]["helper"] != []
     assert asked == {"examples": bundled_examples(persona="scout", endpoint=None)}
 
 
@@ -132,4 +137,9 @@ def test_a_plain_http_upstream_that_is_no_mock_is_online(tmp_path: Path) -> None
     env = {"OPENAI_API_KEY": "a-key", "OPENAI_BASE_URL": "http://127.0.0.1:9/api/paas/v4"}
     with serve(tmp_path, **env) as bot:
         info = httpx.get(f"{bot.url}/v1/bot").json()
-    assert info == {"offline": False, "default_persona": "scout", "examples": []}
+    assert info == {
+        "offline": False,
+        "default_persona": "scout",
+        "examples": [],
+        "persona_examples": {},
+    }
