@@ -106,8 +106,8 @@ def _paths() -> dict[str, Any]:
         "/healthz": {"get": _op("Liveness", {"200": _ok(HealthOut)}, public=True)},
         "/readyz": {
             "get": _op(
-                "Readiness: the store answers a query, personas loaded, the upstream accepts "
-                "connections",
+                "Readiness: the store answers a query and personas are loaded; an upstream that "
+                "accepts no connection is reported in 'degraded', still 200",
                 {"200": _ok(ReadyOut), "503": _ok(ReadyOut, "Not ready")},
                 public=True,
             )

@@ -336,10 +336,12 @@ class HealthOut(BaseModel):
 
 
 class ReadyOut(BaseModel):
-    """``GET /readyz``: each check's verdict; the status is 503 unless all pass."""
+    """``GET /readyz``: each check's verdict. 503 unless the store and the personas pass; a
+    failing upstream is listed in ``degraded`` (absent when nothing is) and keeps the 200."""
 
     status: Literal["ready", "not ready"]
     checks: dict[str, str]
+    degraded: list[Literal["upstream"]] = Field(default_factory=list)
 
 
 class ErrorDetail(BaseModel):

@@ -223,6 +223,7 @@ class Metrics:
         self._requests = f["upstream_requests"]
         self._upstream_seconds = f["upstream_request_duration_seconds"]
         self._retries = f["upstream_retries"]
+        self._reachable: float | None = None
         if registry is not None:
             self._registry = self._register(registry)
 
@@ -266,8 +267,15 @@ class Metrics:
         ):
             value = float(sum(getattr(client, name) for client in clients))
             yield GaugeMetricFamily(f"{PREFIX}_upstream_{name}", text, value=value)
+        if self._reachable is not None:
+            text = "1 when the last readiness probe reached the upstream endpoint, else 0."
+            yield GaugeMetricFamily(f"{PREFIX}_upstream_reachable", text, value=self._reachable)
 
     # ------------------------------------------------------------------ the upstream
+
+    def upstream_reachable(self, ok: bool) -> None:
+        """The last ``/readyz`` probe's verdict on the upstream (a gauge from then on)."""
+        self._reachable = 1.0 if ok else 0.0
 
     def watch(self, client: SlotSource) -> None:
         """Count ``client``'s calls in flight and queued in the gauges (held weakly)."""

@@ -1,4 +1,5 @@
-"""/readyz tells the truth: a real store query, a reachable upstream, personas; /healthz lives."""
+"""/readyz tells the truth: a real store query and personas decide it, the upstream is reported;
+/healthz lives."""
 
 from __future__ import annotations
 
@@ -86,23 +87,40 @@ async def test_a_store_that_does_not_answer_is_not_ready(
     )
 
 
-async def test_an_unresolvable_upstream_is_not_ready_until_it_resolves(
+def reachable_gauge(exposition: str) -> str | None:
+    """The ``generic_framework_upstream_reachable`` sample's value, if exposed."""
+    for line in exposition.splitlines():
+        if line.startswith("generic_framework_upstream_reachable "):
+            return line.split()[1]
+    return None
+
+
+async def test_an_unresolvable_upstream_degrades_but_keeps_the_replica_ready(
     settings_for: Callable[..., Settings], store: SQLiteStore
 ) -> None:
-    settings = settings_for(base_url="https://zai-gateway.invalid/api/paas/v4")
+    # A proxy checks /readyz: an upstream outage must not take every replica out of rotation
+    # (the page and the history still work); the detail and a gauge say what is wrong.
+    settings = settings_for(
+        base_url="https://zai-gateway.invalid/api/paas/v4", bot_metrics_public=True
+    )
     resolver, clock = Resolver(), Clock()
     probe = UpstreamProbe(settings, connect=resolver, clock=clock)
     async with app_client(store, settings, probe) as client:
+        assert reachable_gauge((await client.get("/metrics")).text) is None  # not probed yet
         failing = await client.get("/readyz")
+        down = reachable_gauge((await client.get("/metrics")).text)
         resolver.fixed = True
         cached = await client.get("/readyz")  # within the interval: the verdict is reused
         clock.now += UPSTREAM_TTL + 0.1
         fixed = await client.get("/readyz")
-    assert failing.status_code == 503
+        up = reachable_gauge((await client.get("/metrics")).text)
+    assert failing.status_code == 200
+    assert failing.json()["status"] == "ready" and failing.json()["degraded"] == ["upstream"]
     upstream = failing.json()["checks"]["upstream"]
     assert upstream.startswith("fail: the endpoint host 'zai-gateway.invalid' does not resolve")
-    assert cached.status_code == 503
-    assert fixed.status_code == 200
+    assert (down, up) == ("0.0", "1.0")
+    assert cached.json()["degraded"] == ["upstream"]
+    assert fixed.status_code == 200 and "degraded" not in fixed.json()
     assert fixed.json()["checks"]["upstream"] == (
         "ok (endpoint zai-gateway.invalid:443 accepts connections)"
     )
@@ -141,7 +159,7 @@ async def test_a_real_connection_refused_then_accepted(
         finally:
             server.close()
             await server.wait_closed()
-    assert refused.status_code == 503
+    assert refused.status_code == 200 and refused.json()["degraded"] == ["upstream"]
     assert refused.json()["checks"]["upstream"].startswith(
         f"fail: the endpoint 127.0.0.1:{port} refused a connection"
     )
