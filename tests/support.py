@@ -40,6 +40,13 @@ def run_cli(
     )
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def has_ipv6_loopback() -> bool:
     """Whether this machine can bind ``::1`` (containers often cannot)."""
     try:

@@ -7,7 +7,6 @@ turn lock); the compose scale profile without DATABASE_URL did exactly that, sil
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,21 +14,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support import run_cli
+from support import free_port, run_cli
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
-    port = _port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "generic_framework", "serve", "--port", str(port)],
         stdout=subprocess.DEVNULL,
@@ -51,7 +44,7 @@ def start(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
 
 
 def serve_once(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return run_cli(["serve", "--port", str(_port())], env)
+    return run_cli(["serve", "--port", str(free_port())], env)
 
 
 def test_a_second_service_on_the_same_sqlite_file_exits_2(env: dict[str, str]) -> None:

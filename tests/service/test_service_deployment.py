@@ -3,8 +3,10 @@ without a Docker engine (the closing notes of the scale-out work show a real com
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,7 +15,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from support import free_port
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (a dev dependency) reads docker-compose.yml")
 
@@ -303,3 +307,70 @@ def test_env_example_documents_every_setting() -> None:
     wanted = {aliases.get(name, name.upper()) for name in Settings.model_fields}
     assert wanted <= documented, sorted(wanted - documented)
     assert {"DATABASE_URL", "DATABASE_POOL_SIZE", "POSTGRES_PASSWORD"} <= documented
+
+
+PROXY_ERRORS = ROOT / "deploy" / "haproxy-errors"
+
+
+@pytest.mark.parametrize("status", [502, 503, 504])
+def test_the_proxy_answers_its_own_errors_as_openai_json_with_retry_after(
+    compose: dict[str, Any], status: int
+) -> None:
+    raw = (PROXY_ERRORS / f"{status}.http").read_bytes()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[0].startswith(f"HTTP/1.1 {status} ")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    assert headers["Content-Type"] == "application/json"
+    assert int(headers["Content-Length"]) == len(body)
+    assert int(headers["Retry-After"]) > 0
+    error = json.loads(body)["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    cfg = {
+        " ".join(line.split())
+        for line in (ROOT / "deploy" / "haproxy.cfg").read_text().splitlines()
+    }
+    assert f"errorfile {status} /usr/local/etc/haproxy/errors/{status}.http" in cfg
+    volumes = compose["services"]["proxy"]["volumes"]
+    assert "./deploy/haproxy-errors:/usr/local/etc/haproxy/errors:ro" in volumes
+
+
+def test_haproxy_itself_sends_the_json_503_when_no_replica_is_up(tmp_path: Path) -> None:
+    # The real proxy (Debian's haproxy; the compose image runs the same configuration): the
+    # shipped configuration with its paths and addresses made local, and no replica at all.
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not Path(haproxy).exists():
+        pytest.fail("haproxy is not installed: .ci/run installs Debian's haproxy package")
+    port = free_port()
+    cfg = (ROOT / "deploy" / "haproxy.cfg").read_text()
+    cfg = cfg.replace("/usr/local/etc/haproxy/errors", str(PROXY_ERRORS))
+    cfg = cfg.replace("bind :8080", f"bind 127.0.0.1:{port}")
+    cfg = cfg.replace("nameserver dns 127.0.0.11:53", "nameserver dns 127.0.0.1:9")
+    cfg = cfg.replace("    log stdout format raw local0 info\n", "")
+    (tmp_path / "haproxy.cfg").write_text(cfg)
+    checked = subprocess.run(
+        [haproxy, "-c", "-f", str(tmp_path / "haproxy.cfg")],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    proxy = subprocess.Popen(
+        [haproxy, "-db", "-f", str(tmp_path / "haproxy.cfg")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        response = None
+        deadline = time.monotonic() + 10
+        while response is None and time.monotonic() < deadline:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5)
+            except httpx.TransportError:
+                time.sleep(0.1)
+    finally:
+        proxy.terminate()
+        proxy.wait(timeout=10)
+    assert response is not None and response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert response.json()["error"]["code"] == "no_replica_available"
