@@ -374,3 +374,11 @@ def test_haproxy_itself_sends_the_json_503_when_no_replica_is_up(tmp_path: Path)
     assert response is not None and response.status_code == 503
     assert response.headers["retry-after"] == "5"
     assert response.json()["error"]["code"] == "no_replica_available"
+
+
+def test_every_service_rotates_its_log_and_has_a_memory_ceiling(compose: dict[str, Any]) -> None:
+    for name, service in compose["services"].items():
+        logging = service.get("logging")
+        assert logging is not None and logging["driver"] == "json-file", name
+        assert {"max-size", "max-file"} <= set(logging["options"]), name
+        assert service.get("mem_limit"), name
