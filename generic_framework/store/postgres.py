@@ -29,8 +29,6 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import TypeAdapter
-
 from generic_framework.errors import ConfigError
 from generic_framework.store.base import (
     ConversationDump,
@@ -42,14 +40,12 @@ from generic_framework.store.base import (
     check_conversation_id,
     check_limit,
     check_title,
-    cursor_of,
     split_cursor,
-    title_of,
 )
-from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
 from generic_framework.store.postgres_locks import UNLOCK, Hold, PostgresLocks, conversation_key
-from generic_framework.store.postgres_rows import as_time, iso, record_from, record_params
+from generic_framework.store.postgres_reads import read_dump, read_page
+from generic_framework.store.postgres_rows import COLUMNS, MESSAGE, as_time, record_params
 from generic_framework.store.postgres_schema import MIGRATIONS, migrate
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS
 from generic_framework.wire.messages import Message
@@ -58,16 +54,14 @@ __all__ = ["POOL_TIMEOUT", "PostgresStore"]
 
 logger = logging.getLogger("generic_framework.store")
 
-_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 POOL_TIMEOUT = 5.0
 """Seconds a request waits for a pooled connection, the default of ``DATABASE_POOL_TIMEOUT``:
 with PostgreSQL down, how long a request waits before its 503."""
 
 
-_COLUMNS = ", ".join(RECORD_COLUMNS)
 _MARKS = ", ".join(["%s"] * len(RECORD_COLUMNS))
 _INSERT_TURN = (
-    f"INSERT INTO turns (conversation_id, turn, persona, created_at, {_COLUMNS})"  # noqa: S608
+    f"INSERT INTO turns (conversation_id, turn, persona, created_at, {COLUMNS})"  # noqa: S608
     f" VALUES (%s, %s, %s, %s, {_MARKS})"
 )
 _INSERT_MESSAGE = (
@@ -80,7 +74,7 @@ _WRITE_TURN = (
     "WITH c AS (INSERT INTO conversations (id, turns, created_at, updated_at)"  # noqa: S608
     " VALUES (%s, 1, %s, %s) ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
     " updated_at = EXCLUDED.updated_at RETURNING turns),"
-    f" t AS (INSERT INTO turns (conversation_id, turn, persona, created_at, {_COLUMNS})"
+    f" t AS (INSERT INTO turns (conversation_id, turn, persona, created_at, {COLUMNS})"
     f" VALUES (%s, (SELECT turns FROM c), %s, %s, {_MARKS})),"
     " m AS (INSERT INTO messages (conversation_id, turn, seq, role, body)"
     " SELECT %s, (SELECT turns FROM c), x.n - 1, x.role, x.body"
@@ -107,7 +101,7 @@ async def _load(conn: Any, conversation_id: str, turns: int) -> list[Message]:
 
 
 def _messages(rows: Sequence[tuple[Any, ...]]) -> list[Message]:
-    return [_MESSAGE.validate_json(body) for (body,) in rows]
+    return [MESSAGE.validate_json(body) for (body,) in rows]
 
 
 async def _write_turn(
@@ -407,13 +401,13 @@ class PostgresStore:
         check_limit(limit)
         after = split_cursor(before) if before is not None else None
         async with self._connection() as conn:
-            return await _list(conn, limit, after)
+            return await read_page(conn, limit, after)
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:
         """Everything stored for a conversation (one consistent snapshot), or ``None``."""
         async with self._connection() as conn:
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            return await _dump(conn, conversation_id)
+            return await read_dump(conn, conversation_id)
 
     async def restore(self, dump: ConversationDump) -> None:
         """Write a dumped conversation as it was, in one transaction.
@@ -458,66 +452,3 @@ class PostgresStore:
             pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
-
-
-async def _list(
-    conn: Any, limit: int, after: tuple[datetime, str] | None
-) -> list[ConversationSummary]:
-    where = "WHERE (c.updated_at, c.id) < (%s, %s)" if after else ""
-    cursor = await conn.execute(
-        LIST_SQL.format(cut=TITLE_CUT, where=where, mark="%s"), (*(after or ()), limit)
-    )
-    summaries = []
-    for cid, created, updated, turns, title, persona, first in await cursor.fetchall():
-        text = first if first is not None else await _first_text(conn, cid)
-        summaries.append(
-            ConversationSummary(
-                id=cid,
-                persona=persona or "",
-                title=title or title_of(text),
-                created_at=iso(created),
-                updated_at=iso(updated),
-                turns=turns,
-                # Microseconds: the next page must start exactly after this row.
-                cursor=cursor_of(updated, cid),
-            )
-        )
-    return summaries
-
-
-async def _first_text(conn: Any, conversation_id: str) -> str:
-    """The first stored message's text (for a first turn stored without a record)."""
-    cursor = await conn.execute(
-        "SELECT body FROM messages WHERE conversation_id = %s ORDER BY turn, seq LIMIT 1",
-        (conversation_id,),
-    )
-    row = await cursor.fetchone()
-    return message_text(row[0]) if row else ""
-
-
-async def _dump(conn: Any, conversation_id: str) -> ConversationDump | None:
-    cursor = await conn.execute(
-        "SELECT created_at, updated_at, title FROM conversations WHERE id = %s",
-        (conversation_id,),
-    )
-    head = await cursor.fetchone()
-    if head is None:
-        return None
-    cursor = await conn.execute(
-        f"SELECT turn, persona, created_at, {_COLUMNS} FROM turns"  # noqa: S608 - constants
-        " WHERE conversation_id = %s ORDER BY turn",
-        (conversation_id,),
-    )
-    rows = await cursor.fetchall()
-    cursor = await conn.execute(
-        "SELECT turn, body FROM messages WHERE conversation_id = %s ORDER BY turn, seq",
-        (conversation_id,),
-    )
-    bodies: dict[int, list[Message]] = {}
-    for turn, body in await cursor.fetchall():
-        bodies.setdefault(turn, []).append(_MESSAGE.validate_json(body))
-    turns = tuple(
-        StoredTurn(row[0], row[1], iso(row[2]), record_from(row[3:]), tuple(bodies.get(row[0], ())))
-        for row in rows
-    )
-    return ConversationDump(conversation_id, iso(head[0]), iso(head[1]), turns, head[2])

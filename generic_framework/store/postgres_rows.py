@@ -8,10 +8,18 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from generic_framework.store.base import TurnRecord
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS
+from generic_framework.wire.messages import Message
 
-__all__ = ["as_time", "iso", "record_from", "record_params"]
+__all__ = ["COLUMNS", "MESSAGE", "as_time", "iso", "record_from", "record_params"]
+
+MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
+"""A stored message's JSON body, read back."""
+COLUMNS = ", ".join(RECORD_COLUMNS)
+"""The turn record's columns, in the order of :func:`record_params` and :func:`record_from`."""
 
 _TIMES = ("started_at",)
 _JSON = ("sources", "round_ms")
