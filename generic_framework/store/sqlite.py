@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -66,6 +67,28 @@ __all__ = ["MIGRATIONS", "SQLiteStore"]
 _T = TypeVar("_T")
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 _BUSY_TIMEOUT_MS = 10_000
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Switch the file to WAL, waiting out another connection that is creating it.
+
+    SQLite answers the switch with "database is locked" at once, without its busy handler,
+    while another connection holds the new file's write lock (two processes opening one new
+    file); a file already in WAL needs no switch at all.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            (mode,) = db.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() != "wal":
+                db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 # Primary result codes (sqlite3.Error.sqlite_errorname, extended codes cut to these) that say the
 # file itself is the problem: damaged, not a database, or unreadable/unwritable for this process.
 _DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
@@ -262,7 +285,7 @@ class SQLiteStore:
             ) from exc
         try:
             db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            db.execute("PRAGMA journal_mode = WAL")
+            _use_wal(db)
             db.execute("PRAGMA synchronous = NORMAL")
             db.execute("PRAGMA foreign_keys = ON")
             migrate(db)
