@@ -143,10 +143,16 @@ def check_file(path: Path) -> BackupCheck:
             (version,) = db.execute("PRAGMA user_version").fetchone()
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"{_name(path)} is not a usable SQLite database ({exc})") from None
+            if (getattr(exc, "sqlite_errorname", "") or "").startswith("SQLITE_CORRUPT"):
+                problems = [str(exc)]
+            else:
+                raise ConfigError(
+                    f"{_name(path)} is not a usable SQLite database ({exc})"
+                ) from None
         if problems != ["ok"]:
             raise ConfigError(
-                f"{_name(path)} fails SQLite's integrity check: {'; '.join(problems[:3])}"
+                f"{_name(path)} is damaged: it fails SQLite's integrity check "
+                f"({'; '.join(problems[:3])})"
             )
         if version < 1 or not {"conversations", "turns", "messages"} <= tables:
             raise ConfigError(f"{_name(path)} is not a conversation store (no conversations)")
