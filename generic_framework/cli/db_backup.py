@@ -28,6 +28,7 @@ from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, err, run_command
 from generic_framework.cli.db import CopyResult, copy_conversations, settings_url, store_at
 from generic_framework.config import Settings
 from generic_framework.errors import ConfigError, StoreUnavailableError
+from generic_framework.service.sole import sole_sqlite_service
 from generic_framework.store import SQLiteStore, is_postgres_url
 from generic_framework.store.postgres_errors import redact_url
 from generic_framework.store.sqlite_backup import (
@@ -132,8 +133,6 @@ def _restore_postgres(backup: Path, url: str, settings: Settings) -> int:
 
 
 def _restore_sqlite(backup: Path, database: Path, replace: bool) -> int:
-    from generic_framework.service.sole import sole_sqlite_service
-
     running = (
         f"a service is running on {str(database)!r}: stop it first (docker compose stop bot), "
         "restore, then start it again"
