@@ -165,6 +165,7 @@ def test_sqlite_backup_while_the_service_writes_restores_every_turn(tmp_path: Pa
         store = open_store(None, sqlite_path=fresh / "data" / "conversations.sqlite3")
         found = asyncio.run(check_restored(store, "s", before))
         assert len(found) == CONVERSATIONS
+        print(f"restored: {sum(found.values())} turns, acknowledged by the end: {writer.total()}")
 
         fresh.mkdir(exist_ok=True)
         with bot_process(fresh, mock, DATA_DIR=str(fresh / "data")) as again:
@@ -196,6 +197,8 @@ def test_postgres_backups_while_the_service_writes_restore_every_turn(
             copied = cli(
                 cli_env(tmp_path, DATABASE_URL=url), "db", "backup", "--to", str(tmp_path / "c")
             )
+        print(f"\nturns acknowledged before the backups: {sum(before.values())}, by the end: "
+              f"{writer.total()}")  # fmt: skip
         assert dumped.returncode == 0, dumped.stderr
         assert copied.returncode == 0, copied.stderr
         assert "integrity check ok" in copied.stdout
@@ -214,5 +217,6 @@ def test_postgres_backups_while_the_service_writes_restore_every_turn(
         for target in (into_copy, into_dump):
             found = asyncio.run(check_restored(open_store(target, sqlite_path="-"), "p", before))
             assert len(found) == CONVERSATIONS
+            print(f"restored: {sum(found.values())} turns")
             with bot_process(tmp_path, mock, DATABASE_URL=target) as again:
                 serves_a_new_turn(again, "p-2", found["p-2"], 2)
