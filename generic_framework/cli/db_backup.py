@@ -25,11 +25,17 @@ import time
 from pathlib import Path
 
 from generic_framework.cli.common import EXIT_ERROR, EXIT_OK, err, run_command
-from generic_framework.cli.db import CopyResult, copy_conversations, settings_url, store_at
+from generic_framework.cli.db import (
+    CopyResult,
+    blamed,
+    copy_conversations,
+    settings_url,
+    store_at,
+)
 from generic_framework.config import Settings
 from generic_framework.errors import ConfigError, StoreUnavailableError
 from generic_framework.service.sole import sole_sqlite_service
-from generic_framework.store import SQLiteStore, is_postgres_url
+from generic_framework.store import is_postgres_url, sqlite_file
 from generic_framework.store.postgres_errors import redact_url
 from generic_framework.store.sqlite_backup import (
     BackupCheck,
@@ -46,12 +52,9 @@ __all__ = ["run_backup", "run_restore"]
 
 def _sqlite_path(option: str, url: str | None, settings: Settings) -> Path:
     try:
-        store = store_at(url, settings)
+        return sqlite_file(url, default=settings.database_path)
     except ValueError as exc:
         raise ConfigError(f"{option}: {exc} (got {redact_url(url or '')!r})") from None
-    if not isinstance(store, SQLiteStore):  # a PostgreSQL URL is handled before this
-        raise ConfigError(f"{option}: not a SQLite database")
-    return store.path
 
 
 def _report_copy(result: CopyResult) -> bool:
@@ -84,6 +87,14 @@ def _backup_postgres(url: str, target: Path, replace: bool, settings: Settings) 
         discard(partial)
 
 
+def _a_file(option: str, value: str) -> None:
+    """A backup is a file: a database URL given for it is refused (without its password)."""
+    if "://" in value:
+        raise ConfigError(
+            f"{option} is the backup file's path, not a database URL (got {redact_url(value)!r})"
+        )
+
+
 class _CopyFailed(Exception):
     """A conversation did not copy whole (printed already)."""
 
@@ -93,6 +104,7 @@ def run_backup(target: str, source: str | None, replace: bool) -> int:
 
     def backup(settings: Settings) -> int:
         url = source if source is not None else settings_url(settings)
+        _a_file("--to", target)
         where = Path(target)
         started = time.monotonic()
         try:
@@ -104,7 +116,7 @@ def run_backup(target: str, source: str | None, replace: bool) -> int:
                 checked = backup_file(path, where, replace=replace)
                 shown = str(path)
         except StoreUnavailableError as exc:
-            err(f"error: {exc}")
+            err(blamed(exc, "--from", source) if source is not None else f"error: {exc}")
             return EXIT_ERROR
         except _CopyFailed:
             return EXIT_ERROR
@@ -154,6 +166,7 @@ def run_restore(source: str, target: str | None, replace: bool) -> int:
 
     def restore(settings: Settings) -> int:
         url = target if target is not None else settings_url(settings)
+        _a_file("--from", source)
         backup = Path(source)
         try:
             if is_postgres_url(url):
@@ -166,7 +179,7 @@ def run_restore(source: str, target: str | None, replace: bool) -> int:
                 return _restore_postgres(backup, str(url), settings)
             return _restore_sqlite(backup, _sqlite_path("--to", url, settings), replace)
         except StoreUnavailableError as exc:
-            err(f"error: {exc}")
+            err(blamed(exc, "--to", target) if target is not None else f"error: {exc}")
             return EXIT_ERROR
 
     return run_command(restore)

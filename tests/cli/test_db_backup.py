@@ -201,3 +201,23 @@ def test_postgres_backup_and_restore_and_their_refusals(
     assert again.returncode == 0 and "2 already there" in again.stdout
     replace = cli(db_env, "db", "restore", "--from", str(backup), "--to", into, "--replace")
     assert replace.returncode == 2 and "--replace is for SQLite" in replace.stderr
+
+
+def test_database_urls_are_never_shown_with_their_password(
+    db_env: dict[str, str], tmp_path: Path
+) -> None:
+    secret = "pw-Backup-Secret-77"
+    url = f"postgresql://bot:{secret}@127.0.0.1:9/bot"
+    for args in (("db", "backup", "--to", url), ("db", "restore", "--from", url)):
+        done = cli(db_env, *args)
+        assert done.returncode == 2
+        assert "the backup file's path, not a database URL" in done.stderr
+        assert secret not in done.stdout + done.stderr
+    down = f"{url}?connect_timeout=2"
+    for args in (("db", "backup", "--from", down, "--to", str(tmp_path / "b")),
+                 ("db", "restore", "--from", str(V1), "--to", down)):  # fmt: skip
+        done = cli(db_env, *args)
+        assert done.returncode == 1, done.stderr
+        option = args[2] if args[1] == "backup" else args[4]
+        assert f"the database of {option} postgresql://bot:***@" in done.stderr
+        assert secret not in done.stdout + done.stderr
