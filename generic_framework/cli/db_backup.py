@@ -1,6 +1,6 @@
 """``db backup --to FILE`` and ``db restore --from FILE``: a checked SQLite file as the backup.
 
-The backup is always one SQLite file, whatever the database (docs/design/0318):
+The backup is always one SQLite file, whatever the database (docs/design/0320):
 
 - **SQLite** (DATA_DIR, or ``--from`` a file): an online backup while the service writes
   (:func:`~generic_framework.store.sqlite_backup.backup_file`).

@@ -13,7 +13,7 @@
   ``<name>.before-restore-<time>``, so a restore loses nothing. Refusing a database that a
   running service holds is the caller's part (the service's lock, ``service.sole``).
 
-The choice of the backup API over ``VACUUM INTO``, with the figures, is in docs/design/0318.
+The choice of the backup API over ``VACUUM INTO``, with the figures, is in docs/design/0320.
 """
 
 from __future__ import annotations

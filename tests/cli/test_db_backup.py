@@ -16,9 +16,11 @@ from support import run_cli
 
 from generic_framework.service.sole import sole_sqlite_service
 from generic_framework.store import SQLiteStore, checksum, open_store
+from generic_framework.store.sqlite_schema import MIGRATIONS
 from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 V1 = Path(__file__).resolve().parents[1] / "store" / "data" / "conversations-v1.sqlite3"
+LATEST = len(MIGRATIONS)
 
 pytestmark = pytest.mark.e2e
 
@@ -70,7 +72,7 @@ def test_backup_then_restore_into_a_fresh_data_dir(
     backup = tmp_path / "backups" / "one.sqlite3"
     done = cli(db_env, "db", "backup", "--to", str(backup))
     assert done.returncode == 0, done.stderr
-    assert "2 conversation(s), 3 turn(s), 6 message(s), schema version 4" in done.stdout
+    assert f"2 conversation(s), 3 turn(s), 6 message(s), schema version {LATEST}" in done.stdout
     with sqlite3.connect(backup) as db:  # one self-contained file
         assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)
     assert sorted(p.name for p in backup.parent.iterdir()) == ["one.sqlite3"]
@@ -158,7 +160,7 @@ def test_a_bad_backup_is_refused_before_anything_changes(
     assert refused.returncode == 2, refused.stdout
     expected = {
         "damaged": "integrity",
-        "newer": "schema version 99, newer than this release's 4",
+        "newer": f"schema version 99, newer than this release's {LATEST}",
         "not a store": "is not a conversation store",
         "not a database": "is not a usable SQLite database",
     }[problem]
@@ -174,7 +176,7 @@ def test_an_older_backup_is_migrated_on_restore(db_env: dict[str, str], tmp_path
     shutil.copy(V1, backup)
     done = cli(db_env, "db", "restore", "--from", str(backup))
     assert done.returncode == 0, done.stderr
-    assert "schema version 4" in done.stdout
+    assert f"schema version {LATEST}" in done.stdout
     assert V1.read_bytes() == backup.read_bytes()  # the backup itself is left as it was
     restored = Path(db_env["DATA_DIR"]) / "conversations.sqlite3"
     assert sums(restored) == sums(backup)

@@ -1,4 +1,4 @@
-"""SQLite's backup API against ``VACUUM INTO`` while another connection writes (docs/design/0319).
+"""SQLite's backup API against ``VACUUM INTO`` while another connection writes (docs/design/0320).
 
     python tests/reliability/backup_measure.py --turns 40000 --runs 2 [--dir DIR]
 
