@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-dev demo test lint bench scale-load clean
+.PHONY: install install-dev demo test lint bench scale-load env clean
 
 # The demo needs only the runtime dependencies; tests and lint need the dev extra too.
 $(VENV)/.installed: pyproject.toml
@@ -43,6 +43,15 @@ bench: $(VENV)/.installed-bench
 # Three replicas on one throwaway PostgreSQL (Debian's postgresql package) and the mock, full size.
 scale-load: $(VENV)/.installed-dev
 	$(BIN)/python tests/reliability/scale_load.py --conversations 200 --turns 5
+
+# Set values in .env in place, one line per key: `make env BOT_API_TOKEN=generate KEY=VALUE ...`
+# (scripts/env.py). The command-line variables reach the script through its environment, by name
+# only, so no value shows in a process list; ENV_FILE picks another file.
+ENV_FILE ?= .env
+ENV_KEYS = $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v)))
+
+env: $(VENV)/.installed
+	@$(BIN)/python scripts/env.py --file "$(ENV_FILE)" $(filter-out PYTHON VENV ENV_FILE,$(ENV_KEYS))
 
 clean:
 	rm -rf $(VENV) .venv-ci .pytest_cache .mypy_cache .ruff_cache

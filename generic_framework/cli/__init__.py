@@ -12,7 +12,8 @@ fast. The modules, none of which imports this one:
 - :mod:`~generic_framework.cli.chat` and :mod:`~generic_framework.cli.interactive`: ``chat``.
 - :mod:`~generic_framework.cli.personas`, :mod:`~generic_framework.cli.serve`,
   :mod:`~generic_framework.cli.mock`, :mod:`~generic_framework.cli.fixtures`: the other commands.
-- :mod:`~generic_framework.cli.db`: ``db upgrade`` and ``db copy``.
+- :mod:`~generic_framework.cli.db`: ``db upgrade`` and ``db copy``;
+  :mod:`~generic_framework.cli.db_backup`: ``db backup`` and ``db restore``.
 - :mod:`~generic_framework.cli.usage`: ``usage``, from the stored turn records.
 """
 
@@ -323,7 +324,10 @@ def usage(
 db = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
-    help="The conversation database (DATABASE_URL, or SQLite in DATA_DIR): migrate, copy.",
+    help=(
+        "The conversation database (DATABASE_URL, or SQLite in DATA_DIR): migrate, copy, "
+        "back up, restore."
+    ),
 )
 app.add_typer(db, name="db")
 
@@ -352,6 +356,54 @@ def db_copy(
     from generic_framework.cli.db import run_copy
 
     raise typer.Exit(run_copy(source, target))
+
+
+@db.command("backup", epilog=_EPILOG)
+def db_backup(
+    target: Annotated[str, typer.Option("--to", help="The backup file to write (SQLite).")],
+    source: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="postgresql://..., sqlite:///PATH or a file path (default: DATABASE_URL, "
+            "else SQLite in DATA_DIR).",
+        ),
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite an existing backup file.")
+    ] = False,
+) -> None:
+    """Back up the conversations to one SQLite file, safely while the service writes, and
+    check it (SQLite's integrity check, schema version) before it takes the file's name."""
+    from generic_framework.cli.db_backup import run_backup
+
+    raise typer.Exit(run_backup(target, source, replace))
+
+
+@db.command("restore", epilog=_EPILOG)
+def db_restore(
+    source: Annotated[str, typer.Option("--from", help="The backup file (from db backup).")],
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            help="postgresql://..., sqlite:///PATH or a file path (default: DATABASE_URL, "
+            "else SQLite in DATA_DIR).",
+        ),
+    ] = None,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Replace an existing SQLite database (kept as <name>.before-restore-<time>).",
+        ),
+    ] = False,
+) -> None:
+    """Check a backup, then restore it: SQLite is replaced atomically (never under a running
+    service); PostgreSQL gets the conversations it does not have."""
+    from generic_framework.cli.db_backup import run_restore
+
+    raise typer.Exit(run_restore(source, target, replace))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -25,6 +25,7 @@ from generic_framework.store.postgres_errors import redact_url
 
 __all__ = [
     "CopyResult",
+    "blamed",
     "copy_conversations",
     "run_copy",
     "run_upgrade",
@@ -135,7 +136,7 @@ class _Unavailable(Exception):
     """A side of ``db copy`` could not be opened; the text names its option."""
 
 
-def _blamed(exc: StoreUnavailableError, option: str, url: str | None) -> str:
+def blamed(exc: StoreUnavailableError, option: str, url: str | None) -> str:
     """The line for a database of ``db copy`` that failed: it names the option, not
     ``DATABASE_URL`` (which ``db copy`` does not read)."""
     cause = exc.__cause__
@@ -158,7 +159,7 @@ async def _open(store: ConversationStore, option: str, url: str) -> None:
     try:
         await store.open()
     except StoreUnavailableError as exc:
-        raise _Unavailable(_blamed(exc, option, url)) from exc
+        raise _Unavailable(blamed(exc, option, url)) from exc
 
 
 def run_copy(source_url: str, target_url: str) -> int:
@@ -183,7 +184,7 @@ def run_copy(source_url: str, target_url: str) -> int:
             err(str(exc))
             return EXIT_ERROR
         except StoreUnavailableError as exc:  # a side failed during the copy
-            err(_blamed(exc, "--from/--to", None))
+            err(blamed(exc, "--from/--to", None))
             return EXIT_ERROR
         print(
             f"{redact_url(source_url)} -> {redact_url(target_url)}: copied {result.copied} "

@@ -23,8 +23,13 @@ __all__ = ["sole_sqlite_service"]
 
 
 @contextlib.contextmanager
-def sole_sqlite_service(database: Path) -> Iterator[None]:
-    """Hold the service's lock on the SQLite ``database`` while the block runs.
+def sole_sqlite_service(database: Path, *, taken: str | None = None) -> Iterator[None]:
+    """Hold the service's lock on the SQLite ``database`` while the block runs (``db
+    restore`` holds it too, so no service starts on a file being replaced).
+
+    Args:
+        database: the SQLite file.
+        taken: the error's text when the lock is held (default: another service's).
 
     Raises:
         ConfigError: another process holds it (another ``serve`` on the same file), or the
@@ -46,7 +51,7 @@ def sole_sqlite_service(database: Path) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise ConfigError(_taken(database)) from None
+            raise ConfigError(taken or _taken(database)) from None
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -52,6 +52,7 @@ __all__ = [
     "checksum",
     "is_postgres_url",
     "open_store",
+    "sqlite_file",
 ]
 
 
@@ -96,13 +97,27 @@ def open_store(
         return PostgresStore(str(url), pool_size=pool_size, pool_timeout=pool_timeout)
     from generic_framework.store.sqlite import SQLiteStore
 
+    return SQLiteStore(sqlite_file(url, default=sqlite_path))
+
+
+def sqlite_file(url: str | None, *, default: str | Path) -> Path:
+    """The SQLite file a database URL that is not PostgreSQL's names.
+
+    Args:
+        url: ``sqlite:///PATH`` (``sqlite:////abs/path``) or a plain file path; ``None`` or
+            empty for ``default``.
+        default: the file when ``url`` is empty.
+
+    Raises:
+        ValueError: the URL's scheme is neither.
+    """
     if not url:
-        return SQLiteStore(Path(sqlite_path))
+        return Path(default)
     scheme, found, rest = url.partition("://")
     if not found:
-        return SQLiteStore(Path(url))
+        return Path(url)
     if scheme.lower() == "sqlite" and rest.startswith("/") and len(rest) > 1:
-        return SQLiteStore(Path(rest[1:]))
+        return Path(rest[1:])
     raise ValueError("a database URL is postgresql://..., sqlite:///PATH or a file path")
 
 

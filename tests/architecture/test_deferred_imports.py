@@ -19,6 +19,7 @@ ALLOWED: dict[str, set[str]] = {
         "generic_framework.cli.chat",
         "generic_framework.cli.common",  # a usage error or a bug only
         "generic_framework.cli.db",
+        "generic_framework.cli.db_backup",
         "generic_framework.cli.fixtures",
         "generic_framework.cli.mock",
         "generic_framework.cli.personas",
