@@ -57,7 +57,7 @@ def test_upgrade_migrates_an_existing_sqlite_file_in_data_dir(
     assert done.returncode == 0, done.stderr
     assert "conversations.sqlite3: schema version 4" in done.stdout
     with sqlite3.connect(data / "conversations.sqlite3") as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (4,)
+        assert db.execute("PRAGMA user_version").fetchone() == (5,)
         assert db.execute("SELECT count(*) FROM messages").fetchone() == (8,)
 
 
