@@ -142,7 +142,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
                 CORSMiddleware,
                 allow_origins=origins,
                 allow_methods=["GET", "POST", "PATCH", "DELETE"],
-                allow_headers=["Authorization", "Content-Type"],
+                allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
                 max_age=600,
             )
         )
