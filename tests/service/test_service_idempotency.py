@@ -200,7 +200,7 @@ def test_two_services_on_one_postgresql_run_a_raced_key_once(
 
             def send(bot: Process) -> None:
                 barrier.wait()
-                results.append(_turn(bot, cid, key))  # noqa: B023 - joined in this round
+                results.append(_turn(bot, cid, key))
 
             threads = [threading.Thread(target=send, args=(b,)) for b in (one, two) * 4]
             for thread in threads:
