@@ -85,6 +85,38 @@ def test_chat_completions_replay_the_same_completion(stack: Process) -> None:
     assert httpx.post(url, json=ask, headers={"Idempotency-Key": "a"}).status_code == 401
 
 
+def test_the_openai_client_retries_a_409_and_gets_the_first_answer(tmp_path: Path) -> None:
+    # OpenAI's client retries a 409 after its Retry-After: a duplicate sent while the first is
+    # still running ends with the first one's completion, and the turn ran once.
+    import openai
+
+    with mock_process(tmp_path, latency_ms=1500) as mock, bot_process(tmp_path, mock) as bot:
+        client = openai.OpenAI(api_key=TOKEN, base_url=f"{bot.url}/v1", max_retries=3)
+        ask: dict[str, Any] = {
+            "model": "scout",
+            "messages": [{"role": "user", "content": CAPITAL}],
+            "extra_headers": {"Idempotency-Key": "sdk-key"},
+        }
+        ids: dict[str, str] = {}
+        first = threading.Thread(
+            target=lambda: ids.update(first=client.chat.completions.create(**ask).id)
+        )
+        first.start()
+        time.sleep(0.5)  # the first is waiting for the mock's answer
+        with httpx.Client() as raw:
+            busy = raw.post(
+                f"{bot.url}/v1/chat/completions",
+                json={"model": "scout", "messages": ask["messages"]},
+                headers={**AUTH, "Idempotency-Key": "sdk-key"},
+            )
+        ids["second"] = client.chat.completions.create(**ask).id
+        first.join(30)
+    assert busy.status_code == 409
+    assert ids["first"] == ids["second"]
+    log = (tmp_path / "bot.log").read_text()
+    assert log.count("POST /v1/chat/completions HTTP/1.1\" 409") >= 2  # the raw one and the SDK's
+
+
 def _stream(bot: Process, cid: str, key: str, out: dict[str, Any]) -> None:
     with httpx.stream(
         "POST",
