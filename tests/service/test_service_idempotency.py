@@ -114,7 +114,7 @@ def test_the_openai_client_retries_a_409_and_gets_the_first_answer(tmp_path: Pat
     assert busy.status_code == 409
     assert ids["first"] == ids["second"]
     log = (tmp_path / "bot.log").read_text()
-    assert log.count("POST /v1/chat/completions HTTP/1.1\" 409") >= 2  # the raw one and the SDK's
+    assert log.count('POST /v1/chat/completions HTTP/1.1" 409') >= 2  # the raw one and the SDK's
 
 
 def _stream(bot: Process, cid: str, key: str, out: dict[str, Any]) -> None:
@@ -198,7 +198,10 @@ def test_a_replica_killed_mid_turn_holds_its_key_until_the_lease_lapses(tmp_path
                 headers={**AUTH, "Idempotency-Key": "crash-key"},
                 timeout=30,
             ) as response:
-                assert next(response.iter_lines()).startswith("data: ")
+                # The iterator is kept: dropping it would close the connection, and the service
+                # would release the key of a turn its client left before the kill lands.
+                lines = response.iter_lines()
+                assert next(lines).startswith("data: ")
                 bot.kill()  # mid-turn: no clean-up code runs
             bot.start()
             held = _turn(bot, "crash", "crash-key", PERCENT, stream=True)
