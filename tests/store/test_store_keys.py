@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-
-from conftest import MakeStore
+from collections.abc import Callable
 
 from generic_framework.store import ConversationStore
 from generic_framework.store.keys import check_key, fingerprint
 
+MakeStore = Callable[[], ConversationStore]
 DAY = 86_400.0
 
 
