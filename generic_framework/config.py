@@ -36,6 +36,7 @@ from generic_framework.limits import (
     BindHost,
     BodyBytes,
     HostList,
+    IPNetwork,
     ModelId,
     Port,
     Recency,
@@ -44,7 +45,9 @@ from generic_framework.limits import (
     Temperature,
     ThinkingMode,
     ToolRounds,
+    TrustedProxies,
     check_persona_name,
+    trusted_proxies,
     wording,
 )
 from generic_framework.redaction import redact_url, register_secret
@@ -131,6 +134,7 @@ class Settings(BaseModel):
     bot_max_message_chars: int = Field(default=16000, ge=1)
     bot_cors_origins: str = ""
     bot_allowed_hosts: HostList = ""
+    bot_trusted_proxies: TrustedProxies = ""
     bot_default_persona: str | None = None
     bot_metrics_public: bool = False
     bot_stream_grace: float = Field(default=1.0, ge=0, le=10, allow_inf_nan=False)
@@ -221,6 +225,12 @@ class Settings(BaseModel):
     def allowed_hosts(self) -> frozenset[str]:
         """``BOT_ALLOWED_HOSTS`` as a set of lower-case names (``{"*"}`` allows any)."""
         return frozenset(name for name in self.bot_allowed_hosts.split(",") if name)
+
+    @property
+    def trusted_proxies(self) -> tuple[IPNetwork, ...]:
+        """``BOT_TRUSTED_PROXIES`` as networks (:func:`~generic_framework.limits.
+        trusted_proxies`); empty: no proxy is trusted."""
+        return trusted_proxies(self.bot_trusted_proxies)
 
     @property
     def cors_origins(self) -> tuple[str, ...]:

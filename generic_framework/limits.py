@@ -41,6 +41,7 @@ __all__ = [
     "BodyBytes",
     "ConversationId",
     "HostList",
+    "IPNetwork",
     "ModelId",
     "PersonaName",
     "Port",
@@ -50,6 +51,7 @@ __all__ = [
     "Temperature",
     "ThinkingMode",
     "ToolRounds",
+    "TrustedProxies",
     "check_base_url",
     "check_bind_host",
     "check_conversation_id",
@@ -58,7 +60,9 @@ __all__ = [
     "check_persona_name",
     "check_port",
     "check_text",
+    "check_trusted_proxies",
     "shown",
+    "trusted_proxies",
     "wording",
 ]
 
@@ -294,6 +298,45 @@ def check_host_list(value: str) -> str:
     return ",".join(checked)
 
 
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def trusted_proxies(value: str) -> tuple[IPNetwork, ...]:
+    """The networks of ``BOT_TRUSTED_PROXIES``: comma-separated IP addresses or CIDR blocks
+    (``10.0.0.5``, ``172.29.76.0/24``, ``::1``); an empty value trusts no proxy.
+
+    The one parser of the setting: the client address the service believes and anything else
+    that trusts a proxy read the networks from here.
+
+    Raises:
+        ValueError: an entry is neither an address nor a network (host bits set included:
+            ``10.0.0.5/24`` is refused rather than silently widened).
+    """
+    networks = []
+    for part in value.split(","):
+        entry = part.strip().removeprefix("[").replace("]", "")
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry))
+        except ValueError:
+            raise ValueError(
+                "must be IP addresses or CIDR networks separated by commas (e.g. "
+                f"172.29.76.10,10.0.0.0/8); {shown(part.strip())} is neither"
+            ) from None
+    return tuple(networks)
+
+
+def check_trusted_proxies(value: str) -> str:
+    """``value`` (``BOT_TRUSTED_PROXIES``) normalised: the networks of :func:`trusted_proxies`,
+    comma-separated.
+
+    Raises:
+        ValueError: see :func:`trusted_proxies`.
+    """
+    return ",".join(str(network) for network in trusted_proxies(value))
+
+
 # ------------------------------------------------------------------------------ pydantic types
 
 
@@ -323,6 +366,7 @@ ModelId = Annotated[
 BaseURL = Annotated[str, _as_pydantic(check_base_url, "invalid_url")]
 BindHost = Annotated[str, _as_pydantic(check_bind_host, "invalid_host")]
 HostList = Annotated[str, _as_pydantic(check_host_list, "invalid_host_list")]
+TrustedProxies = Annotated[str, _as_pydantic(check_trusted_proxies, "invalid_trusted_proxies")]
 
 # ------------------------------------------------------------------------------ wording
 

@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from generic_framework.core.events import PersonaEvent
 from generic_framework.service.errors import ServiceError
+from generic_framework.service.idempotency import idempotent
 from generic_framework.service.mapping import chat_completion, conversation_body, turn_body
 from generic_framework.service.requests import (
     checked_text,
@@ -111,6 +112,7 @@ async def chat_completions(request: Request) -> Response:
     the persona's prompt, unless it refuses them), and nothing is stored. With
     ``conversation_id`` (an extension) the server-held conversation's history is used and
     extended instead, and the earlier messages are ignored (docs/design/0602).
+    With ``Idempotency-Key`` a retry gets the first answer (service/idempotency.py).
     """
     state = state_of(request)
     body = await parse_body(request, ChatCompletionRequest)
@@ -125,24 +127,33 @@ async def chat_completions(request: Request) -> Response:
     if cid is None:
         allow = getattr(persona, "allow_client_system", True)
         history = earlier_messages(body.messages, limit, allow_system=allow)
-    if body.stream:
-        events = persona.stream(text, conversation_id=cid, history=history)
-        return _stream(state, events, body.model, cid, footer=footer)
-    reply = await persona.respond(text, conversation_id=cid, history=history)
-    return _json(chat_completion(reply, body.model, cid, footer=footer))
+
+    async def run() -> Response:
+        if body.stream:
+            events = persona.stream(text, conversation_id=cid, history=history)
+            return _stream(state, events, body.model, cid, footer=footer)
+        reply = await persona.respond(text, conversation_id=cid, history=history)
+        return _json(chat_completion(reply, body.model, cid, footer=footer))
+
+    return await idempotent(request, run)
 
 
 async def post_message(request: Request) -> Response:
-    """``POST /v1/conversations/{id}/messages``: one turn with server-held history."""
+    """``POST /v1/conversations/{id}/messages``: one turn with server-held history; with
+    ``Idempotency-Key`` a retry gets the first answer (service/idempotency.py)."""
     state = state_of(request)
     cid = path_conversation_id(request)
     body = await parse_body(request, TurnRequest)
     persona = _persona(state, body.persona, "persona")
     text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
-    if body.stream:
-        return _stream(state, persona.stream(text, conversation_id=cid), body.persona, cid)
-    reply = await persona.respond(text, conversation_id=cid)
-    return _json(turn_body(reply, body.persona, cid))
+
+    async def run() -> Response:
+        if body.stream:
+            return _stream(state, persona.stream(text, conversation_id=cid), body.persona, cid)
+        reply = await persona.respond(text, conversation_id=cid)
+        return _json(turn_body(reply, body.persona, cid))
+
+    return await idempotent(request, run)
 
 
 def _limit(request: Request, default: int = 20) -> int:

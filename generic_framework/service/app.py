@@ -7,7 +7,9 @@ start-up (the lifespan) the runtime's client is opened, the web-search mode is l
 the served personas' MCP servers are started, so a broken server shows in the start-up log
 rather than in the first user's turn.
 
-Middleware, outermost first (service/middleware.py): the Host allowlist (without
+Middleware, outermost first (service/middleware.py): the client's address from a trusted
+proxy's ``X-Forwarded-For`` (only with ``BOT_TRUSTED_PROXIES``; service/forwarded.py), the Host
+allowlist (without
 ``BOT_API_TOKEN``, or whenever ``BOT_ALLOWED_HOSTS`` is set), CORS (only when
 ``BOT_CORS_ORIGINS`` is set), the Origin check, bearer auth on ``/v1/*`` and ``/metrics``
 (only when ``BOT_API_TOKEN`` is set; ``/metrics`` stays open with
@@ -48,8 +50,10 @@ from generic_framework.service.api import (
     post_message,
 )
 from generic_framework.service.errors import EXCEPTION_HANDLERS
+from generic_framework.service.forwarded import ForwardedClientMiddleware
 from generic_framework.service.info import bot_info, mock_examples, recorded_examples
 from generic_framework.service.middleware import (
+    PROBE_PATHS,
     BearerAuthMiddleware,
     BodyLimitMiddleware,
     HostAllowlistMiddleware,
@@ -133,8 +137,19 @@ async def _openapi(request: Request) -> Response:
 def _middleware(settings: Settings) -> list[Middleware]:
     """The middleware stack, outermost first (the module docstring says what each does)."""
     stack = []
+    if settings.trusted_proxies:
+        stack.append(Middleware(ForwardedClientMiddleware, trusted=settings.trusted_proxies))
     if settings.bot_api_token is None or settings.allowed_hosts:
-        stack.append(Middleware(HostAllowlistMiddleware, allowed=settings.allowed_hosts))
+        # A scraper names each replica by its address (Prometheus cannot set Host): with a
+        # token, /metrics needs it or was made public, so no page can read it by rebinding.
+        metrics = ("/metrics",) if settings.bot_api_token is not None else ()
+        stack.append(
+            Middleware(
+                HostAllowlistMiddleware,
+                allowed=settings.allowed_hosts,
+                open_paths=PROBE_PATHS | set(metrics),
+            )
+        )
     origins = list(settings.cors_origins)
     if origins:
         stack.append(
@@ -142,7 +157,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
                 CORSMiddleware,
                 allow_origins=origins,
                 allow_methods=["GET", "POST", "PATCH", "DELETE"],
-                allow_headers=["Authorization", "Content-Type"],
+                allow_headers=["Authorization", "Content-Type", "Idempotency-Key"],
                 max_age=600,
             )
         )

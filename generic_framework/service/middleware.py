@@ -217,15 +217,19 @@ class HostAllowlistMiddleware:
     """Answer 400 ``host_not_allowed`` to a ``Host`` that is not loopback or in ``allowed``.
 
     Loopback names (``localhost``, ``127.0.0.0/8``, ``[::1]``, any port) are always allowed;
-    ``allowed`` adds names (any port); ``*`` allows any. :data:`PROBE_PATHS` are not checked.
+    ``allowed`` adds names (any port); ``*`` allows any. ``open_paths`` (:data:`PROBE_PATHS` by
+    default) are not checked.
     """
 
-    def __init__(self, app: ASGIApp, allowed: Iterable[str] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, allowed: Iterable[str] = (), open_paths: Iterable[str] = PROBE_PATHS
+    ) -> None:
         self.app = app
         self.allowed = frozenset(allowed)
+        self.open_paths = frozenset(open_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") in PROBE_PATHS or self._ok(scope):
+        if scope["type"] != "http" or scope.get("path") in self.open_paths or self._ok(scope):
             await self.app(scope, receive, send)
             return
         host = _header(scope, b"host")

@@ -81,8 +81,10 @@ def _errors(*statuses: int) -> dict[str, Any]:
         403: "Another site's Origin, or the service's API account may not do this",
         404: "Unknown persona or conversation",
         408: "The request body arrived too slowly",
+        409: "A request with this Idempotency-Key is still running (Retry-After)",
         413: "Body larger than BOT_MAX_BODY",
         415: "A state-changing request that is not application/json",
+        422: "This Idempotency-Key was used with another request body",
         429: "Rate limited or quota used up upstream (Retry-After when waiting helps)",
         502: "The language model service failed or cannot be reached",
         503: "The language model is overloaded, or no upstream slot (Retry-After)",
@@ -91,7 +93,17 @@ def _errors(*statuses: int) -> dict[str, Any]:
     return {str(s): {"description": text[s], "content": _json_content(ErrorOut)} for s in statuses}
 
 
-_TURN_ERRORS = (400, 401, 403, 404, 408, 413, 415, 429, 502, 503, 504)
+_TURN_ERRORS = (400, 401, 403, 404, 408, 409, 413, 415, 422, 429, 502, 503, 504)
+_IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": "1-255 visible ASCII characters: a retry with the same key (same caller, same "
+    "body) gets the first answer, with Idempotent-Replayed: true, instead of a second turn; kept "
+    "a day",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 257},
+}
+"""The optional header of the turn endpoints (service/idempotency.py)."""
 _STREAM_DOC = (
     "With `stream: true`: `text/event-stream` of `data: <ChatCompletionChunkOut>` frames ending "
     'with `data: [DONE]`; a failure after the first frame is a `data: {"error": ...}` frame. '
@@ -145,6 +157,7 @@ def _paths() -> dict[str, Any]:
                     **_errors(*_TURN_ERRORS),
                 },
                 body=ChatCompletionRequest,
+                parameters=[_IDEMPOTENCY_KEY],
             )
         },
         **_conversation_paths(sse),
@@ -195,7 +208,7 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
                     **_errors(*_TURN_ERRORS),
                 },
                 body=TurnRequest,
-                parameters=[conversation_id],
+                parameters=[conversation_id, _IDEMPOTENCY_KEY],
             )
         },
         "/v1/conversations/{conversation_id}": _one_conversation(conversation_id),

@@ -209,6 +209,9 @@ def uvicorn_config(
         "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN,
         "log_level": settings.log_level.lower(),
         "server_header": False,
+        # The client's address behind a proxy is the app's (BOT_TRUSTED_PROXIES,
+        # service/forwarded.py), not uvicorn's FORWARDED_ALLOW_IPS, which trusts loopback.
+        "proxy_headers": False,
     }
     if settings.log_format == "json":
         # No uvicorn handlers of its own: its lines reach the root logger's JSON handler.

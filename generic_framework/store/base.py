@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from generic_framework.limits import check_conversation_id
+from generic_framework.store.keys import KeyStore
 from generic_framework.wire.messages import Message
 
 __all__ = [
@@ -396,5 +397,6 @@ class StoreAdmin(Protocol):
         ...
 
 
-class ConversationStore(TurnStore, StoreAdmin, Protocol):
-    """Both sides: what each backend (SQLite, PostgreSQL) implements and the Runtime owns."""
+class ConversationStore(TurnStore, StoreAdmin, KeyStore, Protocol):
+    """Both sides, and the idempotency keys: what each backend (SQLite, PostgreSQL)
+    implements and the Runtime owns."""

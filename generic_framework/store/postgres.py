@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from generic_framework.errors import ConfigError
+from generic_framework.store import postgres_keys
 from generic_framework.store.base import (
     ConversationDump,
     ConversationSummary,
@@ -42,6 +44,7 @@ from generic_framework.store.base import (
     check_title,
     split_cursor,
 )
+from generic_framework.store.keys import PURGE_EVERY, Claim
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
 from generic_framework.store.postgres_locks import UNLOCK, Hold, PostgresLocks, conversation_key
 from generic_framework.store.postgres_reads import read_dump, read_page
@@ -239,6 +242,7 @@ class PostgresStore:
         self._pool: Any = None
         self._opening = asyncio.Lock()
         self._closed = False
+        self._next_purge = 0.0  # time.monotonic() of the next purge of expired keys
         self._locks = PostgresLocks(url, where=self.where, ready=self.open)
 
     def __repr__(self) -> str:
@@ -437,6 +441,37 @@ class PostgresStore:
             cursor = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
             (version,) = await cursor.fetchone()
             return int(version)
+
+    # ------------------------------------------------------------------ idempotency keys
+
+    async def claim_key(
+        self, caller: str, key: str, fingerprint: str, *, lease: float, keep: float
+    ) -> Claim:
+        """Claim an idempotency key (:class:`~generic_framework.store.keys.KeyStore`), once
+        across replicas; expired keys are purged first when a purge is due."""
+        if time.monotonic() >= self._next_purge:
+            self._next_purge = time.monotonic() + PURGE_EVERY
+            async with self._connection() as conn:
+                await postgres_keys.purge(conn)
+        async with self._connection() as conn:
+            return await postgres_keys.claim(conn, caller, key, fingerprint, lease, keep)
+
+    async def renew_key(self, caller: str, key: str, token: str, *, lease: float) -> bool:
+        """Extend a running claim's lease; False when it is no longer this claim's."""
+        async with self._connection() as conn:
+            return await postgres_keys.renew(conn, caller, key, token, lease)
+
+    async def finish_key(
+        self, caller: str, key: str, token: str, status: int, content_type: str, body: bytes
+    ) -> bool:
+        """Keep a claimed key's response; False when the claim is no longer this one's."""
+        async with self._connection() as conn:
+            return await postgres_keys.finish(conn, caller, key, token, status, content_type, body)
+
+    async def release_key(self, caller: str, key: str, token: str) -> None:
+        """Forget a claimed key: a retry runs again."""
+        async with self._connection() as conn:
+            await postgres_keys.release(conn, caller, key, token)
 
     @property
     def latest_version(self) -> int:

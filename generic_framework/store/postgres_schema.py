@@ -2,8 +2,8 @@
 
 :data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite_schema.MIGRATIONS` version by
 version (1: conversations, turns, messages; 2: the turn record; 3: the conversation list's
-index), so ``schema_version`` means the same on both backends and ``generic-framework db copy``
-can move a conversation between them whole.
+index; 4: titles; 5: idempotency keys), so ``schema_version`` means the same on both backends
+and ``generic-framework db copy`` can move a conversation between them whole.
 ``schema_migrations`` records every applied version.
 
 :func:`migrate` runs each pending migration in its own transaction that first takes a
@@ -71,6 +71,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         # A title given by renaming; NULL: lists show the first input.
         "ALTER TABLE conversations ADD COLUMN title text",
+    ),
+    (
+        # The Idempotency-Key of turn requests, per caller (store/keys.py); times from the
+        # server's clock, so replicas with skewed clocks agree on leases and expiry.
+        "CREATE TABLE idempotency_keys ("
+        " caller text NOT NULL, key text NOT NULL, fingerprint text NOT NULL,"
+        " state text NOT NULL, token text NOT NULL, lease_until timestamptz NOT NULL,"
+        " expires_at timestamptz NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),"
+        " status integer, content_type text, body bytea,"
+        " PRIMARY KEY (caller, key))",
+        "CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at)",
     ),
 )
 """Schema changes in order; never edit one that shipped, append a new one."""

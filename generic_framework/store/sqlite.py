@@ -38,6 +38,7 @@ from pydantic import TypeAdapter
 
 from generic_framework.errors import ConfigError
 from generic_framework.offload import Offload
+from generic_framework.store import sqlite_keys
 from generic_framework.store.base import (
     ConversationDump,
     ConversationSummary,
@@ -52,6 +53,7 @@ from generic_framework.store.base import (
     split_cursor,
     title_of,
 )
+from generic_framework.store.keys import PURGE_EVERY, Claim
 from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
 from generic_framework.store.sqlite_schema import (
     MIGRATIONS,
@@ -129,6 +131,7 @@ class SQLiteStore:
         self._db: sqlite3.Connection | None = None
         self._guard = threading.Lock()
         self._offload = Offload()
+        self._next_purge = 0.0  # time.monotonic() of the next purge of expired keys
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -228,6 +231,36 @@ class SQLiteStore:
     async def delete_last_turn(self, conversation_id: str) -> bool:
         """Remove the newest turn whole (the conversation with its only turn); True if any."""
         return await self._offload.run(self._run, _delete_last_turn, conversation_id)
+
+    # ------------------------------------------------------------------ idempotency keys
+
+    async def claim_key(
+        self, caller: str, key: str, fingerprint: str, *, lease: float, keep: float
+    ) -> Claim:
+        """Claim an idempotency key (:class:`~generic_framework.store.keys.KeyStore`); expired
+        keys are purged first when a purge is due."""
+        if time.monotonic() >= self._next_purge:
+            self._next_purge = time.monotonic() + PURGE_EVERY
+            await self._offload.run(self._run, sqlite_keys.purge)
+        return await self._offload.run(
+            self._run, sqlite_keys.claim, caller, key, fingerprint, lease, keep
+        )
+
+    async def renew_key(self, caller: str, key: str, token: str, *, lease: float) -> bool:
+        """Extend a running claim's lease; False when it is no longer this claim's."""
+        return await self._offload.run(self._run, sqlite_keys.renew, caller, key, token, lease)
+
+    async def finish_key(
+        self, caller: str, key: str, token: str, status: int, content_type: str, body: bytes
+    ) -> bool:
+        """Keep a claimed key's response; False when the claim is no longer this one's."""
+        return await self._offload.run(
+            self._run, sqlite_keys.finish, caller, key, token, status, content_type, body
+        )
+
+    async def release_key(self, caller: str, key: str, token: str) -> None:
+        """Forget a claimed key: a retry runs again."""
+        await self._offload.run(self._run, sqlite_keys.release, caller, key, token)
 
     def close(self) -> None:
         """Close the connection; a later call opens a new one."""

@@ -80,11 +80,26 @@ def _m004_titles(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE conversations ADD COLUMN title TEXT")
 
 
+def _m005_idempotency_keys(db: sqlite3.Connection) -> None:
+    # The Idempotency-Key of turn requests, per caller (store/keys.py); times in seconds since
+    # 1970. The index serves the purge of expired keys.
+    db.execute(
+        "CREATE TABLE idempotency_keys ("
+        " caller TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,"
+        " state TEXT NOT NULL, token TEXT NOT NULL, lease_until REAL NOT NULL,"
+        " expires_at REAL NOT NULL, created_at REAL NOT NULL,"
+        " status INTEGER, content_type TEXT, body BLOB,"
+        " PRIMARY KEY (caller, key)) WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at)")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_tables,
     _m002_turn_records,
     _m003_list_index,
     _m004_titles,
+    _m005_idempotency_keys,
 )
 """Schema changes in order; never edit one that shipped, append a new one."""
 

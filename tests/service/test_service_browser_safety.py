@@ -51,6 +51,20 @@ async def test_probes_answer_whatever_the_host(client_for: Client) -> None:
             assert response.status_code == 200, path
 
 
+async def test_metrics_answer_a_scraper_naming_a_replica_by_address_only_with_a_token(
+    client_for: Client,
+) -> None:
+    replica = {"Host": "172.29.76.130:8080"}
+    auth = {"Authorization": f"Bearer {TOKEN}", **replica}
+    async with client_for(bot_api_token=TOKEN, bot_allowed_hosts="bot,proxy") as client:
+        assert (await client.get("/metrics", headers=auth)).status_code == 200
+        assert (await client.get("/metrics", headers=replica)).status_code == 401
+        assert (await client.get("/v1/models", headers=auth)).status_code == 400
+    async with client_for() as client:  # no token: /metrics is open, so the Host check stays
+        response = await client.get("/metrics", headers=replica)
+        assert response.status_code == 400 and error_code(response) == "host_not_allowed"
+
+
 async def test_allowed_hosts_adds_names_and_star_allows_any(client_for: Client) -> None:
     async with client_for(bot_allowed_hosts="bot,chat.example.com") as client:
         for host in ("bot:8080", "chat.example.com", "localhost:1"):

@@ -382,3 +382,55 @@ def test_every_service_rotates_its_log_and_has_a_memory_ceiling(compose: dict[st
         assert logging is not None and logging["driver"] == "json-file", name
         assert {"max-size", "max-file"} <= set(logging["options"]), name
         assert service.get("mem_limit"), name
+
+
+def _default(value: str) -> str:
+    """The innermost default of a compose ``${A:-${B:-default}}`` value."""
+    found = re.search(r":-([^${}]+)\}+$", value)
+    assert found, value
+    return found.group(1)
+
+
+def test_the_bot_believes_x_forwarded_for_from_the_proxy_address_only(
+    compose: dict[str, Any],
+) -> None:
+    import ipaddress
+
+    services = compose["services"]
+    trusted = services["bot"]["environment"]["BOT_TRUSTED_PROXIES"]
+    proxy = services["proxy"]["networks"]["default"]["ipv4_address"]
+    tls_override = yaml.safe_load((ROOT / "deploy" / "docker-compose.tls.yml").read_text())
+    tls = tls_override["services"]["tls"]["networks"]["default"]["ipv4_address"]
+    assert trusted == (
+        "${BOT_TRUSTED_PROXIES:-${PROXY_ADDRESS:-172.29.76.10},${TLS_PROXY_ADDRESS:-172.29.76.11}}"
+    )
+    assert proxy == "${PROXY_ADDRESS:-172.29.76.10}"
+    assert tls == "${TLS_PROXY_ADDRESS:-172.29.76.11}"
+    (pool,) = compose["networks"]["default"]["ipam"]["config"]
+    subnet = ipaddress.ip_network(_default(pool["subnet"]))
+    dynamic = ipaddress.ip_network(_default(pool["ip_range"]))
+    addresses = {ipaddress.ip_address(_default(proxy)), ipaddress.ip_address(_default(tls))}
+    assert len(addresses) == 2
+    for address in addresses:
+        # Each proxy's address is on the network but never handed to another container.
+        assert address in subnet and dynamic.subnet_of(subnet) and address not in dynamic  # type: ignore[arg-type]
+        assert address != next(subnet.hosts())  # not the gateway (published ports come from it)
+    lines = {
+        " ".join(line.split())
+        for line in (ROOT / "deploy" / "haproxy.cfg").read_text().splitlines()
+    }
+    assert "option forwardfor" in lines
+
+
+def test_prometheus_scrapes_every_replica_directly(compose: dict[str, Any]) -> None:
+    config = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
+    (job,) = config["scrape_configs"]
+    assert job["metrics_path"] == "/metrics"
+    (sd,) = job["dns_sd_configs"]
+    # One target per address the service name resolves to: each replica, not the proxy.
+    assert sd["names"] == ["bot"] and sd["type"] == "A" and sd["port"] == 8080
+    assert "bot" in compose["services"] and "8080" in " ".join(
+        compose["services"]["bot"]["command"]
+    )
+    assert job["authorization"]["credentials_file"] == "/etc/prometheus/bot-token"
+    assert "deploy/bot-token" in (ROOT / ".gitignore").read_text().split()

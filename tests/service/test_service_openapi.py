@@ -45,6 +45,16 @@ async def test_document_covers_the_api(client_for: Client) -> None:
         guarded = path.startswith("/v1") or path == "/metrics"
         for op in ops.values():
             assert op["security"] == ([{"bearer": []}] if guarded else [])
+    # The turn endpoints, and only they, take an Idempotency-Key and may answer 409 and 422.
+    for path, ops in doc["paths"].items():
+        for method, op in ops.items():
+            turn = (path, method) in {
+                ("/v1/chat/completions", "post"),
+                ("/v1/conversations/{conversation_id}/messages", "post"),
+            }
+            headers = {p["name"] for p in op.get("parameters", ()) if p["in"] == "header"}
+            assert (headers == {"Idempotency-Key"}) is turn, (path, method)
+            assert ({"409", "422"} <= set(op["responses"])) is turn, (path, method)
 
 
 async def test_every_reference_resolves(client_for: Client) -> None:

@@ -1,0 +1,216 @@
+"""``Idempotency-Key`` on the turn endpoints: a retried request gets the first one's answer.
+
+A client that lost an answer (a timeout, a dropped connection, a 503 from a proxy while a
+replica was replaced) retries with the same key; the turn then runs once. Per caller
+(:func:`~generic_framework.service.caller.caller_id`) and key, in the conversation store so
+every replica sees it (:mod:`~generic_framework.store.keys`, docs/design/0608):
+
+- **New key**: claimed, and the request runs under a lease that a background task renews.
+  A completed answer is kept for a day (:data:`~generic_framework.store.keys.KEEP_SECONDS`):
+  the JSON body, or for a streamed request every frame of the stream (keep-alive comments
+  left out). A turn that failed, or whose stream the client left, stored nothing: the key is
+  released, and a retry runs the turn again.
+- **Same key, same request, answered before**: the kept answer, with its status and type (a
+  stream replayed as one stream of the same frames) and ``Idempotent-Replayed: true``.
+- **Same key, still running** (on any replica): 409 ``idempotency_key_in_use`` with
+  ``Retry-After``. A replica that dies mid-turn stops renewing; once its lease lapses
+  (:data:`~generic_framework.store.keys.LEASE_SECONDS`) the next retry takes the key over.
+- **Same key, another request body**: 422 ``idempotency_key_reused`` (the IETF draft "The
+  Idempotency-Key HTTP Header Field" and Stripe answer so); a malformed key is a 400.
+
+The request is validated before the key is claimed: a refused body claims nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from generic_framework.service.caller import caller_id
+from generic_framework.service.errors import ServiceError
+from generic_framework.service.state import state_of
+from generic_framework.service.streaming import DONE, KEEPALIVE, SSE_HEADERS, TurnStream
+from generic_framework.store.base import ConversationStore
+from generic_framework.store.keys import (
+    KEEP_SECONDS,
+    LEASE_SECONDS,
+    Claim,
+    check_key,
+    fingerprint,
+)
+
+__all__ = ["HEADER", "REPLAYED_HEADER", "RETRY_AFTER_MAX", "idempotent", "request_key"]
+
+logger = logging.getLogger("generic_framework.service")
+
+HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+RETRY_AFTER_MAX = 5
+"""The longest ``Retry-After`` of a 409: a running turn usually ends sooner than its lease."""
+
+
+def request_key(request: Request) -> str | None:
+    """The request's idempotency key, or None without the header.
+
+    Raises:
+        ServiceError: 400 ``invalid_idempotency_key`` for a malformed key.
+    """
+    raw = request.headers.get(HEADER)
+    if raw is None:
+        return None
+    try:
+        return check_key(raw)
+    except ValueError as exc:
+        raise ServiceError(400, str(exc), param=HEADER, code="invalid_idempotency_key") from None
+
+
+class _Lease:
+    """A claimed key while its request runs: renewed in the background until it is finished
+    or released (once). A store failure here is logged, never raised: the answer still goes
+    out, and a key that could not be written ends with its lease."""
+
+    def __init__(self, store: ConversationStore, caller: str, key: str, token: str) -> None:
+        self.store = store
+        self.caller = caller
+        self.key = key
+        self.token = token
+        self.ended = False
+        self._renewal = asyncio.create_task(self._renew())
+
+    async def _renew(self) -> None:
+        while True:
+            await asyncio.sleep(LEASE_SECONDS / 3)
+            try:
+                if not await self.store.renew_key(
+                    self.caller, self.key, self.token, lease=LEASE_SECONDS
+                ):
+                    logger.warning("an idempotency key's lease was lost to another request")
+                    return
+            except Exception as exc:  # the store is down: try again at the next beat
+                logger.warning("could not renew an idempotency key's lease: %s", exc)
+
+    def _end(self) -> bool:
+        if self.ended:
+            return False
+        self.ended = True
+        self._renewal.cancel()
+        return True
+
+    async def finish(self, status: int, content_type: str, body: bytes) -> None:
+        """Keep the answer for retries."""
+        if not self._end():
+            return
+        try:
+            kept = await self.store.finish_key(
+                self.caller, self.key, self.token, status, content_type, body
+            )
+        except Exception as exc:
+            logger.warning("could not keep the answer of an idempotency key: %s", exc)
+            return
+        if not kept:
+            logger.warning("an idempotency key was taken over before its answer was kept")
+
+    async def release(self) -> None:
+        """Forget the key (the request stored nothing)."""
+        if not self._end():
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self.store.release_key(self.caller, self.key, self.token))
+
+
+class _RecordedStream(Response):
+    """A :class:`TurnStream` whose frames are kept once it ends with ``[DONE]``."""
+
+    def __init__(self, inner: TurnStream, lease: _Lease) -> None:
+        self.inner = inner
+        self.lease = lease
+        self.status_code = inner.status_code
+        self.background = None
+        self.raw_headers = inner.raw_headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        frames: list[bytes] = []
+
+        async def recording(message: Message) -> None:
+            if message["type"] == "http.response.body" and message["body"] != KEEPALIVE:
+                frames.append(message["body"])
+            await send(message)
+
+        try:
+            await self.inner(scope, receive, recording)
+        except BaseException:
+            await self.lease.release()
+            raise
+        body = b"".join(frames)
+        if body.endswith(DONE):
+            await self.lease.finish(200, self.inner.media_type, body)
+        else:  # an error frame, or the client left: the turn stored nothing
+            await self.lease.release()
+
+
+def _replayed(claim: Claim) -> Response:
+    headers = {REPLAYED_HEADER: "true"}
+    if claim.content_type.startswith("text/event-stream"):
+        headers.update(SSE_HEADERS)
+    return Response(
+        claim.body, status_code=claim.status, media_type=claim.content_type, headers=headers
+    )
+
+
+def _refusal(claim: Claim) -> ServiceError:
+    if claim.outcome == "mismatch":
+        return ServiceError(
+            422,
+            "this Idempotency-Key was already used with a different request; "
+            "send a new key with a new request",
+            param=HEADER,
+            code="idempotency_key_reused",
+        )
+    wait = max(1, min(RETRY_AFTER_MAX, math.ceil(claim.retry_after)))
+    return ServiceError(
+        409,
+        "a request with this Idempotency-Key is still running; retry it after the first "
+        "one ends to get its answer",
+        param=HEADER,
+        code="idempotency_key_in_use",
+        headers={"Retry-After": str(wait)},
+    )
+
+
+async def idempotent(request: Request, run: Callable[[], Awaitable[Response]]) -> Response:
+    """``run()``'s response, once per caller and ``Idempotency-Key`` (see the module).
+
+    Call it after the request was validated; without the header it is ``run()``.
+
+    Raises:
+        ServiceError: 400 (malformed key), 409 (running), 422 (another request body).
+    """
+    key = request_key(request)
+    if key is None:
+        return await run()
+    store = state_of(request).runtime.store
+    caller = caller_id(request)
+    mark = fingerprint(request.method, request.url.path, await request.body())
+    claim = await store.claim_key(caller, key, mark, lease=LEASE_SECONDS, keep=KEEP_SECONDS)
+    if claim.outcome == "replay":
+        return _replayed(claim)
+    if claim.outcome != "run":
+        raise _refusal(claim)
+    lease = _Lease(store, caller, key, claim.token)
+    try:
+        response = await run()
+    except BaseException:
+        await lease.release()
+        raise
+    if isinstance(response, TurnStream):
+        return _RecordedStream(response, lease)
+    content_type = response.headers.get("content-type", "application/json")
+    await lease.finish(response.status_code, content_type, bytes(response.body))
+    return response

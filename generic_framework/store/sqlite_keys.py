@@ -1,0 +1,124 @@
+"""The SQLite side of the idempotency keys (:mod:`~generic_framework.store.keys`).
+
+Each operation is one ``BEGIN IMMEDIATE`` transaction on the store's connection, run in its
+worker thread: processes sharing the file claim a key one at a time. Times are seconds since
+1970 from this machine's clock (every process on one SQLite file shares it).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from generic_framework.store.keys import Claim, new_token
+
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["claim", "finish", "purge", "release", "renew"]
+
+_SELECT = (
+    "SELECT fingerprint, state, lease_until, expires_at, status, content_type, body"
+    " FROM idempotency_keys WHERE caller = ? AND key = ?"
+)
+
+
+def _write(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        changed = db.execute(sql, params).rowcount
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return int(changed)
+
+
+def claim(
+    db: sqlite3.Connection, caller: str, key: str, fingerprint: str, lease: float, keep: float
+) -> Claim:
+    """:meth:`~generic_framework.store.keys.KeyStore.claim_key` in one transaction."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = _claim(db, caller, key, fingerprint, lease, keep, time.time())
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return result
+
+
+def _claim(
+    db: sqlite3.Connection,
+    caller: str,
+    key: str,
+    fingerprint: str,
+    lease: float,
+    keep: float,
+    now: float,
+) -> Claim:
+    row = db.execute(_SELECT, (caller, key)).fetchone()
+    if row is not None and row[3] <= now:
+        db.execute("DELETE FROM idempotency_keys WHERE caller = ? AND key = ?", (caller, key))
+        row = None
+    token = new_token()
+    if row is None:
+        db.execute(
+            "INSERT INTO idempotency_keys (caller, key, fingerprint, state, token, lease_until,"
+            " expires_at, created_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
+            (caller, key, fingerprint, token, now + lease, now + keep, now),
+        )
+        return Claim("run", token)
+    held_fingerprint, state, lease_until, _, status, content_type, body = row
+    if held_fingerprint != fingerprint:
+        return Claim("mismatch")
+    if state == "done":
+        return Claim("replay", status=status, content_type=content_type, body=bytes(body))
+    if lease_until > now:
+        return Claim("running", retry_after=lease_until - now)
+    # The holder's lease lapsed (its replica died mid-turn): this request takes the key over.
+    db.execute(
+        "UPDATE idempotency_keys SET token = ?, lease_until = ? WHERE caller = ? AND key = ?",
+        (token, now + lease, caller, key),
+    )
+    return Claim("run", token)
+
+
+def renew(db: sqlite3.Connection, caller: str, key: str, token: str, lease: float) -> bool:
+    """Extend a running claim's lease."""
+    sql = (
+        "UPDATE idempotency_keys SET lease_until = ?"
+        " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
+    )
+    return _write(db, sql, (time.time() + lease, caller, key, token)) > 0
+
+
+def finish(
+    db: sqlite3.Connection,
+    caller: str,
+    key: str,
+    token: str,
+    status: int,
+    content_type: str,
+    body: bytes,
+) -> bool:
+    """Keep a claimed key's response."""
+    sql = (
+        "UPDATE idempotency_keys SET state = 'done', status = ?, content_type = ?, body = ?"
+        " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
+    )
+    return _write(db, sql, (status, content_type, body, caller, key, token)) > 0
+
+
+def release(db: sqlite3.Connection, caller: str, key: str, token: str) -> None:
+    """Forget a claimed key."""
+    sql = (
+        "DELETE FROM idempotency_keys"
+        " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
+    )
+    _write(db, sql, (caller, key, token))
+
+
+def purge(db: sqlite3.Connection) -> int:
+    """Delete every expired key; return how many."""
+    return _write(db, "DELETE FROM idempotency_keys WHERE expires_at <= ?", (time.time(),))
