@@ -38,6 +38,7 @@ from generic_framework.limits import (
     HostList,
     ModelId,
     Port,
+    ReasoningEffort,
     Recency,
     SearchCount,
     Seconds,
@@ -103,6 +104,7 @@ class Settings(BaseModel):
     llm_model: ModelId = "glm-4.7"
     llm_temperature: Temperature | None = None
     llm_thinking: ThinkingMode | None = None
+    llm_reasoning_effort: ReasoningEffort | None = None
     llm_timeout: Seconds = 240.0
     llm_connect_timeout: Seconds = 60.0
     llm_pool_timeout: Seconds = 60.0
@@ -192,6 +194,7 @@ class Settings(BaseModel):
     @field_validator(
         "llm_temperature",
         "llm_thinking",
+        "llm_reasoning_effort",
         "web_search_mcp_url",
         "bot_default_persona",
         mode="before",

@@ -44,6 +44,7 @@ __all__ = [
     "ModelId",
     "PersonaName",
     "Port",
+    "ReasoningEffort",
     "Recency",
     "SearchCount",
     "Seconds",
@@ -106,6 +107,9 @@ BodyBytes = Annotated[int, Field(ge=BODY_BYTES_MIN, le=BODY_BYTES_MAX)]
 """A request body limit in bytes: 1 KiB-64 MiB (a body is read whole into memory)."""
 
 ThinkingMode = Literal["enabled", "disabled"]
+ReasoningEffort = Literal["max", "xhigh", "high", "medium", "low", "minimal", "none"]
+"""Every ``reasoning_effort`` Z.AI documents (GLM-5.2 and later; each model takes a subset:
+:mod:`generic_framework.wire.profiles`)."""
 Recency = Literal["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"]
 
 # ------------------------------------------------------------------------------ text

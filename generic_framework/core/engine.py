@@ -44,6 +44,7 @@ from generic_framework.wire.messages import (
     UserMessage,
     WebSearchToolSpec,
 )
+from generic_framework.wire.profiles import shape_request
 
 __all__ = [
     "BUILTIN_SEARCH_CONFIRMATION",
@@ -136,7 +137,11 @@ class TurnEngine:
         self._forced = UserMessage(content=FORCED_ANSWER_INSTRUCTION)
         self._most = spec.max_tool_rounds + 1
         self._request = ChatRequest(
-            model=spec.model, messages=[], thinking=spec.thinking, temperature=spec.temperature
+            model=spec.model,
+            messages=[],
+            thinking=spec.thinking,
+            reasoning_effort=spec.reasoning_effort,
+            temperature=spec.temperature,
         )
 
     async def _loop(self, turn: Turn, stream: bool) -> AsyncGenerator[PersonaEvent | TurnEnd, None]:
@@ -305,16 +310,20 @@ class TurnEngine:
     ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
         """Send one request to the turn's model: every model call of a turn is made here.
 
-        Not streamed, it yields the completion of ``turn.model.chat(request)``; streamed, one
-        :class:`TextDelta` per text piece of ``turn.model.chat_stream(request)``, then the
-        completion. A subclass may override it (to answer from a script, a cache, another
-        model): the loop counts, traces and rewrites whatever it yields, in both modes. It
-        must yield exactly one :class:`ChatCompletion`, last; :class:`TextDelta` items before
-        it are shown in streamed turns and ignored otherwise.
+        The request is first shaped by its model's profile
+        (:func:`~generic_framework.wire.profiles.shape_request`: ``tool_stream`` on a streamed
+        call offering functions to a model that takes it). Not streamed, it yields the
+        completion of ``turn.model.chat(request)``; streamed, one :class:`TextDelta` per text
+        piece of ``turn.model.chat_stream(request)``, then the completion. A subclass may
+        override it (to answer from a script, a cache, another model): the loop counts,
+        traces and rewrites whatever it yields, in both modes. It must yield exactly one
+        :class:`ChatCompletion`, last; :class:`TextDelta` items before it are shown in
+        streamed turns and ignored otherwise.
 
         Yields:
             :class:`TextDelta` pieces (streamed), then the completion.
         """
+        request = shape_request(request, stream=stream)
         if not stream:
             yield await turn.model.chat(request)
             return

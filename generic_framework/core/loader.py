@@ -8,6 +8,7 @@ A persona file (every key but ``system_prompt`` is optional)::
     model = "glm-4.7"                   # LLM_MODEL
     temperature = 0.3                   # LLM_TEMPERATURE
     thinking = "disabled"               # LLM_THINKING: enabled | disabled
+    reasoning_effort = "low"            # LLM_REASONING_EFFORT (GLM-5.2 and later)
     max_tool_rounds = 4                 # MAX_TOOL_ROUNDS
     tools = ["current_time", "calculate"]   # example tools or tools from tool_modules
     tool_modules = ["my_package.tools"]     # modules whose @tool functions become available

@@ -77,9 +77,12 @@ class Persona(TurnEngine):
         settings: defaults for the fields below, for a persona with its own runtime;
             :meth:`Settings.defaults` when omitted (pass ``Settings()`` to read the
             environment). With ``runtime``, the runtime's settings are used.
-        model, temperature, thinking, max_tool_rounds, web_search, tools_always, mcp_servers,
+        model, temperature, thinking, reasoning_effort, max_tool_rounds, web_search,
+            tools_always, mcp_servers,
             description, final_answer_fallback, allow_client_system: the :class:`PersonaSpec`
             fields; ``None`` takes the settings' value (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...).
+            A model that cannot take the thinking or reasoning_effort chosen is refused
+            here (:mod:`generic_framework.wire.profiles`).
         runtime: the :class:`~generic_framework.runtime.Runtime` to use (its client, store
             and locks); without one the persona opens its own on first use and closes it in
             :meth:`aclose`.
@@ -98,6 +101,7 @@ class Persona(TurnEngine):
         model: str | None = None,
         temperature: float | None = None,
         thinking: str | Thinking | None = None,
+        reasoning_effort: str | None = None,
         max_tool_rounds: int | None = None,
         web_search: WebSearch | bool | None = None,
         tools_always: bool = False,
@@ -115,6 +119,7 @@ class Persona(TurnEngine):
             model=model,
             temperature=temperature,
             thinking=thinking,
+            reasoning_effort=reasoning_effort,
             max_tool_rounds=max_tool_rounds,
             web_search=web_search,
             tools=tuple(getattr(t, "name", repr(t)) for t in tools),
@@ -208,6 +213,11 @@ class Persona(TurnEngine):
     def thinking(self) -> Thinking | None:
         """The thinking setting sent with every request, if any."""
         return self.spec.thinking
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        """The ``reasoning_effort`` sent with every request, if any."""
+        return self.spec.reasoning_effort
 
     @property
     def max_tool_rounds(self) -> int:

@@ -226,6 +226,7 @@ class ChatRequest(_Wire):
     stream: bool = False
     tool_stream: bool | None = None
     thinking: Thinking | None = None
+    reasoning_effort: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=1.0)
     top_p: float | None = None
     max_tokens: int | None = None
