@@ -41,6 +41,7 @@ from generic_framework.limits import (
     ReasoningEffort,
     Recency,
     SearchCount,
+    SearchPrompt,
     Seconds,
     Temperature,
     ThinkingMode,
@@ -120,6 +121,7 @@ class Settings(BaseModel):
     web_search_engine: str = "search_pro_jina"
     web_search_count: SearchCount = 5
     web_search_recency: Recency = "noLimit"
+    web_search_prompt: SearchPrompt | None = None
     history_turns: int = Field(default=20, ge=0, le=1000)
     personas_dir: Path = Path("./personas")
     data_dir: Path = Path("./data")
@@ -196,6 +198,7 @@ class Settings(BaseModel):
         "llm_thinking",
         "llm_reasoning_effort",
         "web_search_mcp_url",
+        "web_search_prompt",
         "bot_default_persona",
         mode="before",
     )

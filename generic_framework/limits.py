@@ -47,6 +47,7 @@ __all__ = [
     "ReasoningEffort",
     "Recency",
     "SearchCount",
+    "SearchPrompt",
     "Seconds",
     "Temperature",
     "ThinkingMode",
@@ -111,6 +112,8 @@ ReasoningEffort = Literal["max", "xhigh", "high", "medium", "low", "minimal", "n
 """Every ``reasoning_effort`` Z.AI documents (GLM-5.2 and later; each model takes a subset:
 :mod:`generic_framework.wire.profiles`)."""
 Recency = Literal["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"]
+SearchPrompt = Annotated[str, Field(min_length=1, max_length=4000, pattern=r"\S")]
+"""The built-in web search tool's ``search_prompt``: 1-4000 characters, not only blanks."""
 
 # ------------------------------------------------------------------------------ text
 

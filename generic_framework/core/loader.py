@@ -23,6 +23,7 @@ A persona file (every key but ``system_prompt`` is optional)::
     recency = "oneWeek"                 # oneDay | oneWeek | oneMonth | oneYear | noLimit
     domain_filter = "example.com"
     content_size = "medium"             # medium | high
+    prompt = "... {{current_date}} ... [ref_1] ..."   # WEB_SEARCH_PROMPT: the search_prompt
 
     [[mcp_servers]]                     # one table per MCP server (generic_framework.mcp_tools)
     name = "notes"                      # tools offered as notes__<tool>

@@ -206,6 +206,54 @@ def web_search_tool_calls() -> Fixture:
     )
 
 
+def web_search_no_markers() -> Fixture:
+    text = "// how tall is the Malahat SkyWalk?"
+    talk = Conversation(text)
+    sources = [
+        source(
+            1,
+            "Malahat SkyWalk - visit",
+            "https://travel.example.ca/malahat-skywalk",
+            "Travel Example",
+            "The spiral tower rises 32 metres above the forest floor.",
+            "2025-06-02",
+        ),
+        source(
+            2,
+            "A walk above the trees",
+            "https://news.example.org/skywalk-opens",
+            "Island News Example",
+            "The 600-metre treetop walk leads to a 32 m spiral tower with views of the inlet.",
+            "",
+        ),
+    ]
+    answer = (
+        "The Malahat SkyWalk's spiral tower is about 32 metres tall, at the end of a "
+        "600-metre walk through the treetops."
+    )
+    talk.exchange(
+        completion(
+            "skywalk",
+            answer,
+            reasoning="Both results give 32 m for the tower.",
+            usage=(1300, 40, 9),
+            web_search=sources,
+        ),
+        note="an answer written under Z.AI's own default search prompt: no [ref_N] markers",
+    )
+    return fixture(
+        "web_search_no_markers",
+        "A built-in search whose answer cites nothing (Z.AI's default search_prompt says to "
+        "answer without citing sources): the reply still lists the sources of web_search[].",
+        text,
+        talk,
+        content=answer,
+        stop_reason="completed",
+        rounds=1,
+        citations=[item["link"] for item in sources],
+    )
+
+
 def web_search_client_mode() -> Fixture:
     text = "// when is low tide in Nanaimo today?"
     talk = Conversation(text, web_tools=[*FUNCTION_TOOLS, CLIENT_SEARCH_TOOL])
@@ -634,6 +682,7 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     web_search_nanaimo,
     web_search_nanaimo_stream,
     web_search_tool_calls,
+    web_search_no_markers,
     web_search_client_mode,
     web_search_mcp_mode,
     function_two_rounds,

@@ -17,6 +17,7 @@ from generic_framework.mock.fixture import Fixture
 from generic_framework.mock.sse import completion_to_events
 from generic_framework.tools import EXAMPLE_TOOLS, WebSearch, make_search_tool
 from generic_framework.tools.search import compact_results
+from generic_framework.tools.web_search import DEFAULT_SEARCH_PROMPT
 from generic_framework.wire.messages import WebSearchResult
 
 MODEL = "glm-4.7"
@@ -31,7 +32,11 @@ SYSTEM = (
     "web sources, cite them."
 )
 SEARCH_TOOL = WebSearch(
-    mode="builtin", engine="search_pro_jina", count=5, recency="noLimit"
+    mode="builtin",
+    engine="search_pro_jina",
+    count=5,
+    recency="noLimit",
+    prompt=DEFAULT_SEARCH_PROMPT,
 ).to_wire()
 FUNCTION_TOOLS = [tool.to_wire() for tool in EXAMPLE_TOOLS.values()]
 CLIENT_SEARCH_TOOL = make_search_tool(
@@ -166,6 +171,8 @@ class Conversation:
         body: dict[str, Any] = {"model": MODEL, "messages": messages, "stream": self.stream}
         if tools and self.tools:
             body["tools"] = copy.deepcopy(self.tools)
+            if self.stream and any(tool["type"] == "function" for tool in self.tools):
+                body["tool_stream"] = True  # the model takes it (docs/design/0318)
         return {"method": "POST", "path": self.path, "body": body}
 
     def search(self, query: str, results: list[dict[str, Any]]) -> str:
