@@ -268,7 +268,9 @@ class MockApp:
         except MockError as error:
             await send_error(send, error)
             return
-        await self._answer(scope, receive, send, request.stream, selection)
+        await self._answer(
+            scope, receive, send, request.stream, selection, fragments=request.tool_stream
+        )
 
     async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -294,12 +296,20 @@ class MockApp:
         stream: bool,
         selection: Selection,
         body: bytes | None = None,
+        *,
+        fragments: bool = False,
     ) -> None:
-        """Serve the selected exchange after its delay, unless the client left meanwhile."""
+        """Serve the selected exchange after its delay, unless the client left meanwhile.
+
+        ``fragments``: the request asked for ``tool_stream``, so a completion recorded as JSON
+        streams its tool calls' arguments in pieces."""
         delay = self.latency + selection.delay
         if delay and await sleep_unless_disconnected(receive, delay):
             return  # the client gave up while the answer was delayed: nothing to send
-        await self._serve(scope, receive, send, stream, selection, body)
+        frames = selection.exchange.sse_frames
+        if fragments and selection.exchange.tool_stream_frames is not None:
+            frames = selection.exchange.tool_stream_frames
+        await self._serve(scope, receive, send, stream, selection, body, frames)
 
     async def _serve(
         self,
@@ -309,8 +319,10 @@ class MockApp:
         stream: bool,
         selection: Selection,
         body: bytes | None,
+        frames: list[bytes] | None,
     ) -> None:
-        """Serve the selected exchange: its faults, else its recorded response (or ``body``)."""
+        """Serve the selected exchange: its faults, else its recorded response (or ``body``),
+        streamed as ``frames`` when the request streams."""
         exchange, failure = selection.exchange, selection.failure
         served = (
             b"x-mock-fixture",
@@ -325,8 +337,8 @@ class MockApp:
                 await drop(scope, receive, send)
         elif isinstance(failure, MalformedBodyFault):
             await self._malformed(send, exchange, failure, stream)
-        elif stream and exchange.sse_frames is not None:
-            await self._stream(scope, receive, send, exchange, selection, served)
+        elif stream and frames is not None:
+            await self._stream(scope, receive, send, frames, selection, served)
         elif isinstance(failure, BreakStreamFault):
             await drop(scope, receive, send)
         else:
@@ -363,11 +375,11 @@ class MockApp:
         scope: Scope,
         receive: Receive,
         send: Send,
-        exchange: PreparedExchange,
+        frames: list[bytes],
         selection: Selection,
         served: tuple[bytes, bytes],
     ) -> None:
-        frames = exchange.sse_frames or []
+        exchange = selection.exchange
         failure = selection.failure
         cut = -1
         if isinstance(failure, BreakStreamFault | StallStreamFault):

@@ -128,6 +128,11 @@ class Incoming:
     stream: bool = False
     shape: ChatShape | None = None
 
+    @property
+    def tool_stream(self) -> bool:
+        """A streamed chat request asking for ``tool_stream`` (function arguments in pieces)."""
+        return self.stream and isinstance(self.body, dict) and self.body.get("tool_stream") is True
+
     def key(self, options: MatchOptions) -> RequestKey:
         """The request's key under ``options``."""
         if self.shape is not None:

@@ -68,6 +68,9 @@ class PreparedExchange:
         headers: response headers (without content type and length).
         json_body: the JSON form's bytes.
         sse_frames: the SSE form's frames, or None when the answer is not a completion.
+        tool_stream_frames: for a completion recorded as JSON with tool calls, the SSE form
+            with each call's arguments in fragments, served to requests asking for
+            ``tool_stream``; None otherwise (a recorded stream is served as recorded).
         delays: delay faults.
         failures: failure faults, in the order they apply.
     """
@@ -81,6 +84,7 @@ class PreparedExchange:
     headers: list[tuple[bytes, bytes]]
     json_body: bytes
     sse_frames: list[bytes] | None
+    tool_stream_frames: list[bytes] | None
     delays: list[DelayFault]
     failures: list[Fault]
 
@@ -149,6 +153,18 @@ def _sse_form(exchange: Exchange) -> list[bytes] | None:
     return None
 
 
+def _tool_stream_form(exchange: Exchange) -> list[bytes] | None:
+    response, body = exchange.response, exchange.response.body
+    if response.status != 200 or response.events is not None or not isinstance(body, dict):
+        return None
+    choices = body.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict) or not message.get("tool_calls"):
+        return None
+    return [render_event(event) for event in completion_to_events(body, tool_stream=True)]
+
+
 def prepare(exchange: Exchange, index: int, options: MatchOptions) -> PreparedExchange:
     """Precompute everything needed to match and serve ``exchange``."""
     request = exchange.request
@@ -172,6 +188,7 @@ def prepare(exchange: Exchange, index: int, options: MatchOptions) -> PreparedEx
         ],
         json_body=json_body,
         sse_frames=_sse_form(exchange),
+        tool_stream_frames=_tool_stream_form(exchange),
         delays=[fault for fault in exchange.faults if isinstance(fault, DelayFault)],
         failures=[fault for fault in exchange.faults if not isinstance(fault, DelayFault)],
     )

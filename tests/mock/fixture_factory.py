@@ -657,6 +657,40 @@ def reasoning_with_tools() -> Fixture:
     )
 
 
+def tool_stream_fragments() -> Fixture:
+    text = "// how many seconds are in a leap year?"
+    talk = Conversation(text, stream=True)
+    first = completion(
+        "leap-1",
+        "",
+        reasoning="366 days of 24 hours of 3600 seconds. Use the calculator.",
+        calls=[call("leap", "calculate", {"expression": "366 * 24 * 60 * 60"}, 0, stream=True)],
+        usage=(720, 44, 16),
+    )
+    talk.exchange(
+        first,
+        fragments=True,
+        note="tool_stream: the call's arguments arrive in fragments; id and name come first",
+    )
+    talk.run_tools(first)
+    final = "A leap year has 31,622,400 seconds (366 x 24 x 60 x 60)."
+    talk.exchange(
+        completion("leap-2", final, reasoning="The calculator says 31622400.", usage=(800, 30, 6)),
+        note="the request echoes the call with its arguments joined by index",
+    )
+    return fixture(
+        "tool_stream_fragments",
+        "A streamed call with tool_stream: true (GLM-4.6 and later): the function's arguments "
+        "come in fragments of one index, joined by the client before the tool runs.",
+        text,
+        talk,
+        content=final,
+        stop_reason="completed",
+        rounds=2,
+        citations=[],
+    )
+
+
 def envelope_wrapped() -> Fixture:
     text = "Say hello in French."
     talk = Conversation(text)
@@ -694,6 +728,7 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     content_filter,
     stream_broken,
     reasoning_with_tools,
+    tool_stream_fragments,
     envelope_wrapped,
     helper_percent,
     helper_convert,

@@ -239,15 +239,17 @@ class Conversation:
         forced: bool = False,
         faults: list[dict[str, Any]] | None = None,
         note: str = "",
+        fragments: bool = False,
     ) -> None:
-        """Record one request (the conversation so far) and its answer."""
+        """Record one request (the conversation so far) and its answer (streamed with each
+        call's arguments in pieces with ``fragments``, as ``tool_stream`` sends them)."""
         streamed = self.stream and status == 200
         response: dict[str, Any] = {
             "status": status,
             "headers": SSE_HEADERS if streamed else JSON_HEADERS,
         }
         if streamed:
-            response["events"] = completion_to_events(answer)
+            response["events"] = completion_to_events(answer, tool_stream=fragments)
         else:
             response["body"] = answer
         entry: dict[str, Any] = {
