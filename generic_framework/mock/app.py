@@ -226,7 +226,10 @@ class MockApp:
         return Incoming.parse("POST", scope["path"], check(body))
 
     async def _chat(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._handle(scope, receive, send, validate_chat)
+        models = self.catalog.models
+        await self._handle(
+            scope, receive, send, lambda body: validate_chat(body, known_models=models)
+        )
 
     async def _web_search(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._handle(scope, receive, send, validate_web_search)
