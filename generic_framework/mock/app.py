@@ -5,6 +5,8 @@ Routes (docs/protocol.md §1, §10):
 - ``POST /api/paas/v4/chat/completions`` and ``POST /api/coding/paas/v4/chat/completions``:
   JSON, or SSE when the request says ``"stream": true``.
 - ``POST /api/paas/v4/web_search`` (and the coding twin): the Web Search API.
+- ``POST /api/paas/v4/reader`` (and the coding twin): the Web Reader API.
+- ``/api/mcp/web_reader/mcp``: the Web Reader MCP server (tool ``webReader``), the same way.
 - ``/api/mcp/web_search_prime/mcp``: the Web Search MCP server of the Coding Plan, streamable
   HTTP (:mod:`generic_framework.mock.mcp_endpoint`); its ``tools/call`` requests are answered
   from the fixtures like the routes above.
@@ -60,12 +62,13 @@ from generic_framework.mock.fixture import (
     StallStreamFault,
     load_fixtures,
 )
-from generic_framework.mock.mcp_endpoint import MCP_SEARCH_PATH, MCPEndpoint
+from generic_framework.mock.mcp_endpoint import MCP_READER_PATH, MCP_SEARCH_PATH, MCPEndpoint
 from generic_framework.mock.prepared import JSON_TYPE, SSE_TYPE, PreparedExchange
 from generic_framework.mock.validation import (
     MockError,
     check_auth,
     validate_chat,
+    validate_reader,
     validate_web_search,
 )
 
@@ -73,6 +76,7 @@ __all__ = [
     "CHAT_PATHS",
     "CODING_PREFIX",
     "GENERAL_PREFIX",
+    "MCP_READER_PATH",
     "MCP_SEARCH_PATH",
     "MockApp",
     "RandomFailures",
@@ -86,6 +90,7 @@ GENERAL_PREFIX = "/api/paas/v4"
 CODING_PREFIX = "/api/coding/paas/v4"
 CHAT_PATHS = (f"{GENERAL_PREFIX}/chat/completions", f"{CODING_PREFIX}/chat/completions")
 SEARCH_PATHS = (f"{GENERAL_PREFIX}/web_search", f"{CODING_PREFIX}/web_search")
+READER_PATHS = (f"{GENERAL_PREFIX}/reader", f"{CODING_PREFIX}/reader")
 _ADMIN_PATHS = frozenset(
     {"/healthz", "/mock/report", "/mock/reset", "/mock/fixtures", "/mock/examples"}
 )
@@ -155,10 +160,13 @@ class MockApp:
         self.latency = max(latency_ms, 0) / 1000
         self.failures = RandomFailures(fail_rate, fail_seed) if fail_rate > 0 else None
         self._mcp = MCPEndpoint(self.api_keys, self._answer_mcp)
+        self._mcp_reader = MCPEndpoint(self.api_keys, self._answer_mcp, reader=True)
         self._routes: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]] = {
             **dict.fromkeys(CHAT_PATHS, self._chat),
             **dict.fromkeys(SEARCH_PATHS, self._web_search),
+            **dict.fromkeys(READER_PATHS, self._reader),
             MCP_SEARCH_PATH: self._mcp_search,
+            MCP_READER_PATH: self._mcp_read,
         }
         self._admin = Starlette(
             routes=[
@@ -182,6 +190,7 @@ class MockApp:
     def end_mcp_sessions(self) -> None:
         """Forget the Web Search MCP endpoint's sessions (a server restart, as clients see it)."""
         self._mcp.end_sessions()
+        self._mcp_reader.end_sessions()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point."""
@@ -234,8 +243,14 @@ class MockApp:
     async def _web_search(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._handle(scope, receive, send, validate_web_search)
 
+    async def _reader(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handle(scope, receive, send, validate_reader)
+
     async def _mcp_search(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._mcp(scope, receive, send, self.catalog)
+
+    async def _mcp_read(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._mcp_reader(scope, receive, send, self.catalog)
 
     async def _answer_mcp(
         self, scope: Scope, receive: Receive, send: Send, selection: Selection, body: bytes

@@ -32,11 +32,14 @@ _STATUS_FOR_CODE = {"1113": 429, "1302": 429, "1303": 429, "1305": 429, "1312": 
 
 
 def request_kind(path: str) -> str:
-    """``chat``, ``web_search``, ``mcp`` (an MCP endpoint's JSON-RPC request) or ``other``."""
+    """``chat``, ``web_search``, ``reader`` (the Web Reader API), ``mcp`` (an MCP endpoint's
+    JSON-RPC request) or ``other``."""
     if path.endswith("/chat/completions"):
         return "chat"
     if path.endswith("/web_search"):
         return "web_search"
+    if path.endswith("/paas/v4/reader"):
+        return "reader"
     if path.endswith("/mcp"):
         return "mcp"
     return "other"
@@ -60,7 +63,8 @@ class PreparedExchange:
 
     Attributes:
         index: its position in the fixture.
-        kind: ``chat``, ``web_search`` or ``other``.
+        kind: ``chat``, ``web_search``, ``reader``, ``mcp`` or ``other``.
+        path: the recorded request's path (which MCP server a ``tools/call`` went to).
         key: the normalised key of the recorded request.
         stream: whether the recorded request streamed.
         required_functions: functions the recorded answer calls; a request must offer them.
@@ -77,6 +81,7 @@ class PreparedExchange:
 
     index: int
     kind: str
+    path: str
     key: RequestKey
     stream: bool
     required_functions: frozenset[str]
@@ -112,6 +117,9 @@ def request_key(kind: str, method: str, path: str, body: Any, options: MatchOpti
     if kind == "web_search":
         query = body.get("search_query") if isinstance(body, dict) else None
         return ("web_search", str(query or "").strip())
+    if kind == "reader":
+        url = body.get("url") if isinstance(body, dict) else None
+        return ("reader", str(url or "").strip())
     if kind == "mcp":
         return _mcp_key(body)
     return ("other", method, path)
@@ -177,6 +185,7 @@ def prepare(exchange: Exchange, index: int, options: MatchOptions) -> PreparedEx
     return PreparedExchange(
         index=index,
         kind=kind,
+        path=request.path,
         key=request_key(kind, request.method, request.path, body, options),
         stream=body.get("stream") is True,
         required_functions=_called_functions(answer),

@@ -35,6 +35,7 @@ __all__ = [
     "check_auth",
     "validate_chat",
     "validate_messages",
+    "validate_reader",
     "validate_web_search",
 ]
 
@@ -291,6 +292,22 @@ def validate_chat(body: Any, *, known_models: frozenset[str] | None = None) -> d
     _check_model(body, known_models)
     _check_parameters(body)
     validate_messages(body.get("messages"))
+    return body
+
+
+def validate_reader(body: Any) -> dict[str, Any]:
+    """Check a Web Reader API body (``url`` is required).
+
+    Raises:
+        MockError: 400 with 1210 or 1213.
+    """
+    if not isinstance(body, dict):
+        raise MockError(
+            400, "1210", "API request parameter is invalid: the body must be a JSON object"
+        )
+    url = body.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise MockError(400, "1213", "The url parameter was not received.")
     return body
 
 

@@ -36,6 +36,8 @@ __all__ = [
     "FunctionToolSpec",
     "Message",
     "PromptTokensDetails",
+    "ReaderResponse",
+    "ReaderResult",
     "ReasoningDelta",
     "StreamCompleted",
     "StreamEvent",
@@ -373,6 +375,29 @@ class WebSearchResponse(_Wire):
     request_id: str | None = None
     search_intent: list[dict[str, Any]] | None = None
     search_result: list[WebSearchResult] = Field(default_factory=list)
+
+
+class ReaderResult(_Wire):
+    """The page the Web Reader read: its text (markdown by default), title and address."""
+
+    content: str = ""
+    title: str = ""
+    url: str = ""
+    description: str = ""
+
+    @field_validator("content", "title", "url", "description", mode="before")
+    @classmethod
+    def _none_as_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+class ReaderResponse(_Wire):
+    """The Web Reader API's answer (``POST {base}/reader``; docs/protocol.md §6c)."""
+
+    id: str = ""
+    created: int | None = None
+    request_id: str | None = None
+    reader_result: ReaderResult | None = None
 
 
 # --------------------------------------------------------------------------- stream events

@@ -18,6 +18,7 @@ from fixture_parts import (
     CLIENT_SEARCH_TOOL,
     CODING_CHAT,
     FUNCTION_TOOLS,
+    READER_TOOL,
     Conversation,
     call,
     completion,
@@ -351,6 +352,72 @@ def web_search_mcp_mode() -> Fixture:
         rounds=2,
         citations=[item["link"] for item in TRAM_RESULTS],
     )
+
+
+KING_TIDES_URL = "https://tides.example.ca/faq/king-tides"
+KING_TIDES_TITLE = "King tides: questions and answers"
+KING_TIDES_PAGE = (
+    "# King tides: questions and answers\n\nKing tides are the highest tides of the year. "
+    "They happen when the Moon is closest to the Earth during a new or full moon, and on this "
+    "coast they come in November, December and January, often in the morning."
+)
+KING_TIDES_ANSWER = (
+    "King tides are the year's highest tides, when a close Moon meets a new or full moon; "
+    "here they come from November to January, often in the morning [ref_1]."
+)
+
+
+def _reader_turn(mcp: bool) -> Fixture:
+    # Two questions: fixtures with the same first request would be ambiguous (0402).
+    if mcp:
+        text = f"// when do king tides happen, according to {KING_TIDES_URL}?"
+    else:
+        text = f"// what does {KING_TIDES_URL} say about when king tides happen?"
+    path = CODING_CHAT if mcp else Conversation(text).path
+    talk = Conversation(text, web_tools=[*FUNCTION_TOOLS, CLIENT_SEARCH_TOOL, READER_TOOL],
+                        path=path)  # fmt: skip
+    seed = "king-mcp" if mcp else "king"
+    first = completion(
+        f"{seed}-1",
+        "",
+        reasoning="The user gave a page; read it.",
+        calls=[call(seed, "read_url", {"url": KING_TIDES_URL}, 0)],
+        usage=(860, 30, 8),
+    )
+    mode = "mcp (auto on the coding endpoint)" if mcp else "client"
+    talk.exchange(first, note=f"WEB_SEARCH_MODE={mode}: a // message with a URL offers read_url")
+    if mcp:
+        found = talk.mcp_read(KING_TIDES_URL, KING_TIDES_TITLE, KING_TIDES_PAGE)
+    else:
+        found = talk.read(KING_TIDES_URL, KING_TIDES_TITLE, KING_TIDES_PAGE)
+    talk.run_tools(first, [found])
+    talk.exchange(
+        completion(
+            f"{seed}-2", KING_TIDES_ANSWER, reasoning="The page says it.", usage=(1200, 40, 5)
+        )
+    )
+    route = "the Web Reader MCP server's webReader tool" if mcp else "the Web Reader API"
+    return fixture(
+        "web_reader_mcp_mode" if mcp else "web_reader_client_mode",
+        f"WEB_SEARCH_MODE={mode}: a // message holding a URL offers read_url; the persona "
+        f"reads the page through {route} and cites it with its title and link.",
+        text,
+        talk,
+        persona="scout" if mcp else "scout-client",
+        endpoint="coding" if mcp else "general",
+        content=KING_TIDES_ANSWER.replace("[ref_1]", "[1]"),
+        stop_reason="completed",
+        rounds=2,
+        citations=[KING_TIDES_URL],
+    )
+
+
+def web_reader_client_mode() -> Fixture:
+    return _reader_turn(mcp=False)
+
+
+def web_reader_mcp_mode() -> Fixture:
+    return _reader_turn(mcp=True)
 
 
 def function_two_rounds() -> Fixture:
@@ -719,6 +786,8 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     web_search_no_markers,
     web_search_client_mode,
     web_search_mcp_mode,
+    web_reader_client_mode,
+    web_reader_mcp_mode,
     function_two_rounds,
     parallel_calls,
     sequential_rounds,

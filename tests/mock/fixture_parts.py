@@ -13,9 +13,11 @@ from pydantic_core import to_json
 
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.persona import FORCED_ANSWER_INSTRUCTION
+from generic_framework.core.tooling import page_content
 from generic_framework.mock.fixture import Fixture
 from generic_framework.mock.sse import completion_to_events
 from generic_framework.tools import EXAMPLE_TOOLS, WebSearch, make_search_tool
+from generic_framework.tools.reader import PageRead, make_reader_tool
 from generic_framework.tools.search import compact_results
 from generic_framework.tools.web_search import DEFAULT_SEARCH_PROMPT
 from generic_framework.wire.messages import WebSearchResult
@@ -42,6 +44,9 @@ FUNCTION_TOOLS = [tool.to_wire() for tool in EXAMPLE_TOOLS.values()]
 CLIENT_SEARCH_TOOL = make_search_tool(
     lambda: _no_search, WebSearch(mode="client", count=5, recency="noLimit")
 ).to_wire()
+READER_TOOL = make_reader_tool(lambda: _no_search).to_wire()
+READER = "/api/paas/v4/reader"
+MCP_READER = "/api/mcp/web_reader/mcp"
 CREATED = 1767950000
 
 
@@ -229,6 +234,50 @@ class Conversation:
             WebSearchResult.model_validate(item) for item in results
         )
         return to_json(compact_results(labelled)).decode()
+
+    def read(self, url: str, title: str, content: str, *, path: str = READER) -> str:
+        """Record a Web Reader API exchange; return the tool message the persona sends."""
+        request = {"url": url, "return_format": "markdown", "retain_images": False}
+        answer = {
+            "id": _completion_id(url),
+            "created": CREATED,
+            "request_id": _completion_id(url),
+            "reader_result": {"content": content, "title": title, "url": url,
+                              "description": "", "metadata": {}},
+        }  # fmt: skip
+        self.exchanges.append(
+            {
+                "request": {"method": "POST", "path": path, "body": request},
+                "response": {"status": 200, "headers": JSON_HEADERS, "body": answer},
+                "note": "read_url in client mode calls the Web Reader API",
+            }
+        )
+        return page_content(PageRead(url=url, title=title, content=content), CitationBook())
+
+    def mcp_read(self, url: str, title: str, content: str, *, rpc_id: int = 2) -> str:
+        """Record a Web Reader MCP ``tools/call`` of ``webReader``; its text is a JSON object
+        with the page's title, content and url (the shape is not documented: ours)."""
+        page = {"title": title, "url": url, "content": content}
+        call_body = {
+            "jsonrpc": "2.0",
+            "id": rpc_id,
+            "method": "tools/call",
+            "params": {"name": "webReader", "arguments": {"url": url}},
+        }
+        text = json.dumps(page, ensure_ascii=False)
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+        self.exchanges.append(
+            {
+                "request": {"method": "POST", "path": MCP_READER, "body": call_body},
+                "response": {
+                    "status": 200,
+                    "headers": JSON_HEADERS,
+                    "body": {"jsonrpc": "2.0", "id": rpc_id, "result": result},
+                },
+                "note": "read_url in mcp mode calls the Web Reader MCP server's webReader",
+            }
+        )
+        return page_content(PageRead(url=url, title=title, content=content), CitationBook())
 
     def exchange(
         self,
