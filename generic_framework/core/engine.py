@@ -448,5 +448,8 @@ def _too_long(model: str, exc: ContextTooLongError, *, trimmed: bool) -> Context
             "turn left to drop: shorten it"
         )
     return ContextTooLongError(
-        text, status_code=exc.status_code, code=exc.code, request_id=exc.request_id
+        f"{text} (the upstream said: {exc.message})",
+        status_code=exc.status_code,
+        code=exc.code,
+        request_id=exc.request_id,
     )

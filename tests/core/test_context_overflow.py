@@ -124,6 +124,7 @@ async def test_still_too_long_ends_with_an_honest_error(
         await bot.respond("fifth", conversation_id="conv")
     assert caught.value.code == "1261"
     assert "glm-4.7's context window (200K tokens)" in str(caught.value)
+    assert str(caught.value).endswith(f"(the upstream said: {TOO_LONG})")
     assert overflows(bot) == {"trimmed": 1.0, "failed": 1.0}
     assert await bot.runtime.store.get("conv") == before
 
