@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "Citation": "generic_framework.core.reply",
     "ConfigError": "generic_framework.errors",
     "ContentFilterError": "generic_framework.wire.errors",
+    "ContextTooLongError": "generic_framework.wire.errors",
     "ConversationStore": "generic_framework.store.base",
     "Done": "generic_framework.core.events",
     "FunctionModel": "generic_framework.testing",
@@ -110,6 +111,7 @@ if TYPE_CHECKING:
     from generic_framework.wire.errors import AuthenticationError as AuthenticationError
     from generic_framework.wire.errors import BadRequestError as BadRequestError
     from generic_framework.wire.errors import ContentFilterError as ContentFilterError
+    from generic_framework.wire.errors import ContextTooLongError as ContextTooLongError
     from generic_framework.wire.errors import InsufficientBalanceError as InsufficientBalanceError
     from generic_framework.wire.errors import NotFoundError as NotFoundError
     from generic_framework.wire.errors import QuotaExceededError as QuotaExceededError

@@ -39,8 +39,10 @@ from generic_framework.limits import (
     IPNetwork,
     ModelId,
     Port,
+    ReasoningEffort,
     Recency,
     SearchCount,
+    SearchPrompt,
     Seconds,
     Temperature,
     ThinkingMode,
@@ -55,7 +57,9 @@ from generic_framework.redaction import redact_url, register_secret
 __all__ = [
     "CODING_BASE_URL",
     "DEFAULT_BASE_URL",
+    "DEFAULT_READER_MCP_URL",
     "DEFAULT_SEARCH_MCP_URL",
+    "READER_MCP_PATH",
     "SEARCH_MCP_PATH",
     "SearchMode",
     "Settings",
@@ -67,6 +71,9 @@ CODING_BASE_URL = "https://api.z.ai/api/coding/paas/v4"
 SEARCH_MCP_PATH = "/api/mcp/web_search_prime/mcp"
 """Where Z.AI serves its Web Search MCP server, on the origin of the chat endpoints."""
 DEFAULT_SEARCH_MCP_URL = "https://api.z.ai" + SEARCH_MCP_PATH
+READER_MCP_PATH = "/api/mcp/web_reader/mcp"
+"""Where Z.AI serves its Web Reader MCP server (``read_url`` in ``mcp`` mode)."""
+DEFAULT_READER_MCP_URL = "https://api.z.ai" + READER_MCP_PATH
 
 SearchMode = Literal["builtin", "client", "mcp", "off"]
 """A web-search mode as it runs; ``auto`` (the setting's default) resolves to one of these."""
@@ -106,6 +113,7 @@ class Settings(BaseModel):
     llm_model: ModelId = "glm-4.7"
     llm_temperature: Temperature | None = None
     llm_thinking: ThinkingMode | None = None
+    llm_reasoning_effort: ReasoningEffort | None = None
     llm_timeout: Seconds = 240.0
     llm_connect_timeout: Seconds = 60.0
     llm_pool_timeout: Seconds = 60.0
@@ -118,9 +126,11 @@ class Settings(BaseModel):
     tool_timeout: Seconds = 30.0
     web_search_mode: Literal["auto", "builtin", "client", "mcp", "off"] = "auto"
     web_search_mcp_url: str | None = None
+    web_reader_mcp_url: str | None = None
     web_search_engine: str = "search_pro_jina"
     web_search_count: SearchCount = 5
     web_search_recency: Recency = "noLimit"
+    web_search_prompt: SearchPrompt | None = None
     history_turns: int = Field(default=20, ge=0, le=1000)
     personas_dir: Path = Path("./personas")
     data_dir: Path = Path("./data")
@@ -196,7 +206,10 @@ class Settings(BaseModel):
     @field_validator(
         "llm_temperature",
         "llm_thinking",
+        "llm_reasoning_effort",
         "web_search_mcp_url",
+        "web_reader_mcp_url",
+        "web_search_prompt",
         "bot_default_persona",
         mode="before",
     )
@@ -214,7 +227,7 @@ class Settings(BaseModel):
     def _lower_format(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
 
-    @field_validator("web_search_mcp_url")
+    @field_validator("web_search_mcp_url", "web_reader_mcp_url")
     @classmethod
     def _check_mcp_url(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
@@ -281,6 +294,17 @@ class Settings(BaseModel):
         if parts.path.startswith("/api/"):
             return f"{parts.scheme}://{parts.netloc}{SEARCH_MCP_PATH}"
         return DEFAULT_SEARCH_MCP_URL
+
+    @property
+    def reader_mcp_url(self) -> str:
+        """The Web Reader MCP server (``read_url`` in ``mcp`` mode): ``WEB_READER_MCP_URL``,
+        else found the way :attr:`search_mcp_url` is, with the reader's path."""
+        if self.web_reader_mcp_url:
+            return self.web_reader_mcp_url
+        parts = urlsplit(self.base_url)
+        if parts.path.startswith("/api/"):
+            return f"{parts.scheme}://{parts.netloc}{READER_MCP_PATH}"
+        return DEFAULT_READER_MCP_URL
 
     def describe_search(self) -> str:
         """One line saying how ``//`` messages search, for the start-up log and ``personas``."""

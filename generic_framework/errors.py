@@ -11,7 +11,8 @@ Split by whose fault it is::
     │   │   ├── QuotaExceededError       1304, 1308-1311, 1313: a plan limit; wait for its reset
     │   │   ├── RateLimitError           1302, 1303, 1305, 1312 (and bare 429): retried
     │   │   │   └── UpstreamBusyError    no upstream slot within LLM_QUEUE_TIMEOUT: not retried
-    │   │   ├── BadRequestError          400, 1210-1215, 1261: the request itself is wrong
+    │   │   ├── BadRequestError          400, 1210-1215: the request itself is wrong
+    │   │   │   └── ContextTooLongError  1261: too long for the context window, even trimmed
     │   │   ├── ContentFilterError       1301 or finish_reason "sensitive"
     │   │   ├── NotFoundError            404, 1211/1221/1222
     │   │   └── ServerError              5xx, 500, finish_reason "network_error": retried

@@ -45,8 +45,10 @@ __all__ = [
     "ModelId",
     "PersonaName",
     "Port",
+    "ReasoningEffort",
     "Recency",
     "SearchCount",
+    "SearchPrompt",
     "Seconds",
     "Temperature",
     "ThinkingMode",
@@ -110,7 +112,12 @@ BodyBytes = Annotated[int, Field(ge=BODY_BYTES_MIN, le=BODY_BYTES_MAX)]
 """A request body limit in bytes: 1 KiB-64 MiB (a body is read whole into memory)."""
 
 ThinkingMode = Literal["enabled", "disabled"]
+ReasoningEffort = Literal["max", "xhigh", "high", "medium", "low", "minimal", "none"]
+"""Every ``reasoning_effort`` Z.AI documents (GLM-5.2 and later; each model takes a subset:
+:mod:`generic_framework.wire.profiles`)."""
 Recency = Literal["oneDay", "oneWeek", "oneMonth", "oneYear", "noLimit"]
+SearchPrompt = Annotated[str, Field(min_length=1, max_length=4000, pattern=r"\S")]
+"""The built-in web search tool's ``search_prompt``: 1-4000 characters, not only blanks."""
 
 # ------------------------------------------------------------------------------ text
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from time import perf_counter
 
 from generic_framework.core.events import PersonaEvent, RoundStarted, TextDelta, ToolFinished
+from generic_framework.core.overflow import drop_oldest_turns
 from generic_framework.core.reply import Reply, ToolResult
 from generic_framework.core.spec import ResolvedSpec
 from generic_framework.core.tooling import (
@@ -31,7 +32,7 @@ from generic_framework.core.tooling import (
 )
 from generic_framework.core.turn import Turn
 from generic_framework.errors import ToolLoopError
-from generic_framework.wire.errors import ContentFilterError
+from generic_framework.wire.errors import ContentFilterError, ContextTooLongError
 from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,
@@ -44,6 +45,7 @@ from generic_framework.wire.messages import (
     UserMessage,
     WebSearchToolSpec,
 )
+from generic_framework.wire.profiles import profile_for, shape_request
 
 __all__ = [
     "BUILTIN_SEARCH_CONFIRMATION",
@@ -136,7 +138,11 @@ class TurnEngine:
         self._forced = UserMessage(content=FORCED_ANSWER_INSTRUCTION)
         self._most = spec.max_tool_rounds + 1
         self._request = ChatRequest(
-            model=spec.model, messages=[], thinking=spec.thinking, temperature=spec.temperature
+            model=spec.model,
+            messages=[],
+            thinking=spec.thinking,
+            reasoning_effort=spec.reasoning_effort,
+            temperature=spec.temperature,
         )
 
     async def _loop(self, turn: Turn, stream: bool) -> AsyncGenerator[PersonaEvent | TurnEnd, None]:
@@ -305,31 +311,66 @@ class TurnEngine:
     ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
         """Send one request to the turn's model: every model call of a turn is made here.
 
-        Not streamed, it yields the completion of ``turn.model.chat(request)``; streamed, one
-        :class:`TextDelta` per text piece of ``turn.model.chat_stream(request)``, then the
-        completion. A subclass may override it (to answer from a script, a cache, another
-        model): the loop counts, traces and rewrites whatever it yields, in both modes. It
-        must yield exactly one :class:`ChatCompletion`, last; :class:`TextDelta` items before
-        it are shown in streamed turns and ignored otherwise.
+        The request is first shaped by its model's profile
+        (:func:`~generic_framework.wire.profiles.shape_request`: ``tool_stream`` on a streamed
+        call offering functions to a model that takes it). Not streamed, it yields the
+        completion of ``turn.model.chat(request)``; streamed, one :class:`TextDelta` per text
+        piece of ``turn.model.chat_stream(request)``, then the completion. A subclass may
+        override it (to answer from a script, a cache, another model): the loop counts,
+        traces and rewrites whatever it yields, in both modes. It must yield exactly one
+        :class:`ChatCompletion`, last; :class:`TextDelta` items before it are shown in
+        streamed turns and ignored otherwise.
+
+        A call refused as too long for the context window (1261) before anything came back
+        is sent once more without the oldest half of the history turns it carried (never a
+        tool call without its results; :mod:`~generic_framework.core.overflow`); the turn
+        keeps the shorter history for its later rounds, the stored conversation is not
+        touched. Still too long, or with no history to drop, it raises a
+        :class:`ContextTooLongError` that says so. Both outcomes are counted.
 
         Yields:
             :class:`TextDelta` pieces (streamed), then the completion.
         """
-        if not stream:
-            yield await turn.model.chat(request)
-            return
-        events = turn.model.chat_stream(request)
+        request = shape_request(request, stream=stream)
+        sent = False
         try:
-            async for event in events:
-                if isinstance(event, ContentDelta):
-                    yield TextDelta(event.text)
-                elif isinstance(event, StreamCompleted):
-                    yield event.completion
-        finally:
-            # Closing the client's generator early releases its HTTP response at once.
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
+            async for item in _answer(turn, request, stream=stream):
+                sent = True
+                yield item
+            return
+        except ContextTooLongError as exc:
+            if sent:
+                raise
+            shorter = self._without_oldest_turns(request, turn, exc)
+        try:
+            async for item in _answer(turn, shorter, stream=stream):
+                yield item
+        except ContextTooLongError as exc:
+            turn.watch.context_overflow("failed")
+            raise _too_long(shorter.model, exc, trimmed=True) from exc
+
+    def _without_oldest_turns(
+        self, request: ChatRequest, turn: Turn, exc: ContextTooLongError
+    ) -> ChatRequest:
+        """``request`` without the oldest history turns; raises ``exc`` reworded when there
+        are none to drop."""
+        carried = len(turn.prefix)
+        same = all(a is b for a, b in zip(request.messages, turn.prefix, strict=False))
+        prefix, dropped = drop_oldest_turns(turn.prefix)
+        if not dropped or not same or len(request.messages) < carried:
+            turn.watch.context_overflow("failed")
+            raise _too_long(request.model, exc, trimmed=False) from exc
+        turn.watch.context_overflow("trimmed")
+        logger.warning(
+            "%s: the call was too long for %s (1261); sending it again without the %d oldest "
+            "of its history turns",
+            turn.persona,
+            request.model,
+            dropped,
+        )
+        rest = request.messages[carried:]
+        turn.prefix[:] = prefix  # the turn's later rounds send the shorter history too
+        return request.model_copy(update={"messages": [*prefix, *rest]})
 
     async def _handle_tool_calls(
         self, message: AssistantMessage, turn: Turn
@@ -369,3 +410,46 @@ class TurnEngine:
         for call, result in zip(calls, results, strict=True):
             turn.new.append(ToolMessage(content=result.content, tool_call_id=call.id))
         yield ToolRound(results)
+
+
+async def _answer(
+    turn: Turn, request: ChatRequest, *, stream: bool
+) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
+    """One call of ``turn.model``: the completion, or its text pieces then the completion."""
+    if not stream:
+        yield await turn.model.chat(request)
+        return
+    events = turn.model.chat_stream(request)
+    try:
+        async for event in events:
+            if isinstance(event, ContentDelta):
+                yield TextDelta(event.text)
+            elif isinstance(event, StreamCompleted):
+                yield event.completion
+    finally:
+        # Closing the client's generator early releases its HTTP response at once.
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _too_long(model: str, exc: ContextTooLongError, *, trimmed: bool) -> ContextTooLongError:
+    """The error a turn ends with when its call does not fit the model's context window."""
+    profile = profile_for(model, warn=False)
+    window = f" ({profile.context_window // 1024}K tokens)" if profile is not None else ""
+    if trimmed:
+        text = (
+            f"the conversation is too long for {model}'s context window{window} even without "
+            "its oldest turns: start a new conversation, or lower HISTORY_TURNS"
+        )
+    else:
+        text = (
+            f"the message is too long for {model}'s context window{window}, with no earlier "
+            "turn left to drop: shorten it"
+        )
+    return ContextTooLongError(
+        f"{text} (the upstream said: {exc.message})",
+        status_code=exc.status_code,
+        code=exc.code,
+        request_id=exc.request_id,
+    )

@@ -8,6 +8,7 @@ A persona file (every key but ``system_prompt`` is optional)::
     model = "glm-4.7"                   # LLM_MODEL
     temperature = 0.3                   # LLM_TEMPERATURE
     thinking = "disabled"               # LLM_THINKING: enabled | disabled
+    reasoning_effort = "low"            # LLM_REASONING_EFFORT (GLM-5.2 and later)
     max_tool_rounds = 4                 # MAX_TOOL_ROUNDS
     tools = ["current_time", "calculate"]   # example tools or tools from tool_modules
     tool_modules = ["my_package.tools"]     # modules whose @tool functions become available
@@ -22,6 +23,7 @@ A persona file (every key but ``system_prompt`` is optional)::
     recency = "oneWeek"                 # oneDay | oneWeek | oneMonth | oneYear | noLimit
     domain_filter = "example.com"
     content_size = "medium"             # medium | high
+    prompt = "... {{current_date}} ... [ref_1] ..."   # WEB_SEARCH_PROMPT: the search_prompt
 
     [[mcp_servers]]                     # one table per MCP server (generic_framework.mcp_tools)
     name = "notes"                      # tools offered as notes__<tool>

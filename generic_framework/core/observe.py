@@ -133,6 +133,11 @@ class TurnWatch:
         if span is not None and self._tracing is not None:
             self._tracing.failed(span, exc)
 
+    def context_overflow(self, outcome: str) -> None:
+        """A call was refused as too long (1261): ``trimmed`` (sent again without the oldest
+        history turns) or ``failed`` (the turn gets the error)."""
+        self._metrics.context_overflow(self.persona, outcome)
+
     def text_started(self) -> None:
         """A streamed text delta is out; the first one of the turn is timed."""
         self.account.text_started()

@@ -44,6 +44,7 @@ from generic_framework.errors import ToolLoopError
 from generic_framework.limits import check_conversation_id, check_text
 from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.tools.base import FunctionTool, Tool
+from generic_framework.tools.reader import ReadFunction, has_url, make_reader_tool
 from generic_framework.tools.search import SearchFunction
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.messages import Message, SystemMessage, Thinking, UserMessage
@@ -77,9 +78,12 @@ class Persona(TurnEngine):
         settings: defaults for the fields below, for a persona with its own runtime;
             :meth:`Settings.defaults` when omitted (pass ``Settings()`` to read the
             environment). With ``runtime``, the runtime's settings are used.
-        model, temperature, thinking, max_tool_rounds, web_search, tools_always, mcp_servers,
+        model, temperature, thinking, reasoning_effort, max_tool_rounds, web_search,
+            tools_always, mcp_servers,
             description, final_answer_fallback, allow_client_system: the :class:`PersonaSpec`
             fields; ``None`` takes the settings' value (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...).
+            A model that cannot take the thinking or reasoning_effort chosen is refused
+            here (:mod:`generic_framework.wire.profiles`).
         runtime: the :class:`~generic_framework.runtime.Runtime` to use (its client, store
             and locks); without one the persona opens its own on first use and closes it in
             :meth:`aclose`.
@@ -98,6 +102,7 @@ class Persona(TurnEngine):
         model: str | None = None,
         temperature: float | None = None,
         thinking: str | Thinking | None = None,
+        reasoning_effort: str | None = None,
         max_tool_rounds: int | None = None,
         web_search: WebSearch | bool | None = None,
         tools_always: bool = False,
@@ -115,6 +120,7 @@ class Persona(TurnEngine):
             model=model,
             temperature=temperature,
             thinking=thinking,
+            reasoning_effort=reasoning_effort,
             max_tool_rounds=max_tool_rounds,
             web_search=web_search,
             tools=tuple(getattr(t, "name", repr(t)) for t in tools),
@@ -165,14 +171,25 @@ class Persona(TurnEngine):
             self._search_source(resolved.web_search),
             tools_always=spec.tools_always,
         )
+        # ``read_url`` joins the web plan on // messages holding a URL (client and mcp modes).
+        self._read_plan: ToolPlan | None = None
+        if resolved.web_search.mode in ("client", "mcp"):
+            reader = make_reader_tool(self._read_source(resolved.web_search))
+            self._read_plan = with_tools(self._web_plan, [reader])
         # Keyed on the tool objects themselves (held by the key, so never reused for others).
-        self._mcp_plans: dict[tuple[bool, tuple[Tool, ...]], ToolPlan] = {}
+        self._mcp_plans: dict[tuple[bool, bool, tuple[Tool, ...]], ToolPlan] = {}
 
     def _search_source(self, search: WebSearch) -> Callable[[], SearchFunction]:
         """Where ``search_web`` searches: the Web Search API, or the Web Search MCP server."""
         if search.mode == "mcp":
             return lambda: self.runtime.mcp.web_search
         return lambda: self.runtime.client.web_search
+
+    def _read_source(self, search: WebSearch) -> Callable[[], ReadFunction]:
+        """Where ``read_url`` reads: the Web Reader API, or the Web Reader MCP server."""
+        if search.mode == "mcp":
+            return lambda: self.runtime.mcp.read_url
+        return lambda: self.runtime.client.read_url
 
     def __repr__(self) -> str:
         return f"Persona(name={self.name!r}, model={self.model!r}, tools={len(self.tools)})"
@@ -208,6 +225,11 @@ class Persona(TurnEngine):
     def thinking(self) -> Thinking | None:
         """The thinking setting sent with every request, if any."""
         return self.spec.thinking
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        """The ``reasoning_effort`` sent with every request, if any."""
+        return self.spec.reasoning_effort
 
     @property
     def max_tool_rounds(self) -> int:
@@ -354,7 +376,7 @@ class Persona(TurnEngine):
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
             yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
             return
-        plan = await self._with_mcp_tools(plan, web=plan is self._web_plan)
+        plan = await self._with_mcp_tools(plan, web=plan is not self._plain_plan)
         end: TurnEnd | None = None
         watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
         try:
@@ -381,10 +403,14 @@ class Persona(TurnEngine):
             yield Done(end.reply)
 
     def _parse(self, text: str) -> tuple[str, ToolPlan]:
-        """``//`` after leading whitespace marks a web query: strip it, use the web plan."""
+        """``//`` after leading whitespace marks a web query: strip it, use the web plan (with
+        ``read_url`` when the query holds a URL and the mode offers the reader)."""
         stripped = text.lstrip()
         if stripped.startswith(WEB_PREFIX):
-            return stripped[len(WEB_PREFIX) :].strip(), self._web_plan
+            query = stripped[len(WEB_PREFIX) :].strip()
+            if self._read_plan is not None and has_url(query):
+                return query, self._read_plan
+            return query, self._web_plan
         return text.strip(), self._plain_plan
 
     async def _with_mcp_tools(self, plan: ToolPlan, *, web: bool) -> ToolPlan:
@@ -401,7 +427,7 @@ class Persona(TurnEngine):
         tools = await self.runtime.mcp.toolset(
             self.spec.mcp_servers, reserved=reserved_names(plan), persona=self.name
         )
-        key = (web, tuple(tools))
+        key = (web, plan is self._read_plan, tuple(tools))
         merged = self._mcp_plans.get(key)
         if merged is None:
             if len(self._mcp_plans) >= 64:

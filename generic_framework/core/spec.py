@@ -18,6 +18,7 @@ from generic_framework.config import Settings
 from generic_framework.errors import ConfigError
 from generic_framework.limits import (
     ModelId,
+    ReasoningEffort,
     Temperature,
     ThinkingMode,
     ToolRounds,
@@ -28,6 +29,7 @@ from generic_framework.limits import (
 from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.messages import Thinking
+from generic_framework.wire.profiles import check_choice
 
 __all__ = ["DEFAULT_FINAL_ANSWER_FALLBACK", "PersonaSpec", "ResolvedSpec", "explain"]
 
@@ -46,6 +48,9 @@ class PersonaSpec(BaseModel):
         model: the GLM model id; ``None`` takes ``LLM_MODEL``.
         temperature: 0.0-1.0; ``None`` takes ``LLM_TEMPERATURE`` (unset: the server default).
         thinking: ``enabled``/``disabled`` or a :class:`Thinking`; ``None`` takes ``LLM_THINKING``.
+        reasoning_effort: ``max`` ... ``none`` for the models that take it (GLM-5.2 and
+            later, :mod:`generic_framework.wire.profiles`); ``None`` takes
+            ``LLM_REASONING_EFFORT`` (unset: the model's default).
         max_tool_rounds: tool rounds before the forced final answer; ``None`` takes
             ``MAX_TOOL_ROUNDS``; 0 turns tools off.
         web_search: how ``//`` messages search; unset fields take the ``WEB_SEARCH_*`` settings.
@@ -71,6 +76,7 @@ class PersonaSpec(BaseModel):
     model: ModelId | None = None
     temperature: Temperature | None = None
     thinking: Thinking | None = None
+    reasoning_effort: ReasoningEffort | None = None
     max_tool_rounds: ToolRounds | None = None
     web_search: WebSearch = Field(default_factory=WebSearch)
     tools: tuple[str, ...] | None = None
@@ -136,21 +142,51 @@ class PersonaSpec(BaseModel):
             raise ConfigError(f"{source}: {problems}" if source else problems) from None
 
     def resolve(self, settings: Settings) -> ResolvedSpec:
-        """This spec with every setting-backed field filled from ``settings``."""
+        """This spec with every setting-backed field filled from ``settings``.
+
+        Raises:
+            ConfigError: the model cannot take the thinking or reasoning_effort chosen
+                (:func:`~generic_framework.wire.profiles.check_choice`); the message names
+                the variable or the persona file's key that chose it.
+        """
         thinking = self.thinking
         if thinking is None and settings.llm_thinking is not None:
             thinking = Thinking(type=settings.llm_thinking)
+        effort = self.reasoning_effort or settings.llm_reasoning_effort
+        model = self.model or settings.llm_model
+        self._check_model(model, thinking, effort)
         temperature = self.temperature
         rounds = self.max_tool_rounds
         fields = {name: getattr(self, name) for name in type(self).model_fields}
         fields.update(
-            model=self.model or settings.llm_model,
+            model=model,
             temperature=temperature if temperature is not None else settings.llm_temperature,
             thinking=thinking,
+            reasoning_effort=effort,
             max_tool_rounds=rounds if rounds is not None else settings.max_tool_rounds,
             web_search=self.web_search.resolve(settings),
         )
         return ResolvedSpec.model_validate(fields)
+
+    def _check_model(self, model: str, thinking: Thinking | None, effort: str | None) -> None:
+        """Refuse what ``model`` cannot take, naming the persona key or the variable."""
+        own = f"persona {self.name!r}: "
+        problem = check_choice(
+            model,
+            thinking=thinking.type if thinking is not None else None,
+            clear_thinking=thinking.clear_thinking if thinking is not None else None,
+            reasoning_effort=effort,
+            names={
+                "model": f"{own}model" if self.model else "LLM_MODEL",
+                "thinking": f"{own}thinking" if self.thinking else "LLM_THINKING",
+                "clear_thinking": f"{own}thinking.clear_thinking",
+                "reasoning_effort": f"{own}reasoning_effort"
+                if self.reasoning_effort
+                else "LLM_REASONING_EFFORT",
+            },
+        )
+        if problem is not None:
+            raise ConfigError(problem)
 
 
 class ResolvedSpec(PersonaSpec):

@@ -14,6 +14,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter
+from urllib.parse import urlsplit
 
 from pydantic_core import to_json
 
@@ -23,6 +24,7 @@ from generic_framework.core.reply import ToolResult
 from generic_framework.errors import ConfigError
 from generic_framework.redaction import redact
 from generic_framework.tools.base import FunctionTool, Tool, ToolOutcome
+from generic_framework.tools.reader import PAGE_CHARS, READ_TOOL_NAME, PageRead
 from generic_framework.tools.search import (
     SEARCH_TOOL_NAME,
     SearchFunction,
@@ -31,7 +33,7 @@ from generic_framework.tools.search import (
     make_search_tool,
 )
 from generic_framework.tools.web_search import WebSearch
-from generic_framework.wire.messages import ToolCall, ToolSpec
+from generic_framework.wire.messages import ToolCall, ToolSpec, WebSearchResult
 
 __all__ = [
     "BUILTIN_SEARCH_CONFIRMATION",
@@ -41,6 +43,8 @@ __all__ = [
     "build_plans",
     "call_name",
     "execute",
+    "nothing_found",
+    "page_content",
     "reserved_names",
     "tool_result",
     "with_tools",
@@ -83,7 +87,7 @@ def with_tools(plan: ToolPlan, tools: Sequence[Tool]) -> ToolPlan:
 
 def reserved_names(plan: ToolPlan) -> frozenset[str]:
     """Names MCP tools must not take in ``plan``: its tools, and both search tools' names."""
-    return frozenset({*plan.functions, SEARCH_TOOL_NAME, "web_search"})
+    return frozenset({*plan.functions, SEARCH_TOOL_NAME, READ_TOOL_NAME, "web_search"})
 
 
 NO_TOOLS = ToolPlan(None, {})
@@ -125,13 +129,7 @@ def build_plans(
         ConfigError: a tool is not a :class:`FunctionTool`, two share a name, or one takes
             the name of the search tool of the persona's mode.
     """
-    functions: dict[str, FunctionTool] = {}
-    for function in tools:
-        if not isinstance(function, FunctionTool):
-            raise ConfigError(f"persona {persona!r}: {function!r} is not a @tool function")
-        if function.name in functions:
-            raise ConfigError(f"persona {persona!r}: two tools are named {function.name!r}")
-        functions[function.name] = function
+    functions = _by_name(persona, tools)
     specs: list[ToolSpec] = [function.spec for function in functions.values()]
     plain = ToolPlan(specs, functions) if tools_always and specs else NO_TOOLS
     if search.mode == "builtin":
@@ -142,8 +140,9 @@ def build_plans(
             )
         return plain, ToolPlan([search.to_spec(), *specs], functions, builtin_search=True)
     if search.mode in ("client", "mcp"):
-        if SEARCH_TOOL_NAME in functions:
-            raise ConfigError(f"persona {persona!r}: the name {SEARCH_TOOL_NAME!r} is reserved")
+        for reserved in (SEARCH_TOOL_NAME, READ_TOOL_NAME):
+            if reserved in functions:
+                raise ConfigError(f"persona {persona!r}: the name {reserved!r} is reserved")
         search_tool = make_search_tool(search_function, search)
         return plain, ToolPlan(
             [*specs, search_tool.spec],
@@ -151,6 +150,17 @@ def build_plans(
             search_mode=search.mode,
         )
     return plain, ToolPlan(specs or None, functions)
+
+
+def _by_name(persona: str, tools: Iterable[FunctionTool]) -> dict[str, FunctionTool]:
+    functions: dict[str, FunctionTool] = {}
+    for function in tools:
+        if not isinstance(function, FunctionTool):
+            raise ConfigError(f"persona {persona!r}: {function!r} is not a @tool function")
+        if function.name in functions:
+            raise ConfigError(f"persona {persona!r}: two tools are named {function.name!r}")
+        functions[function.name] = function
+    return functions
 
 
 async def execute(
@@ -208,16 +218,42 @@ async def run_call(
     return CallOutcome(name, outcome, ms)
 
 
+def nothing_found(query: str) -> str:
+    """What the model reads when a search found nothing: plainly that, and what to do."""
+    return (
+        f"The web search found nothing for {query!r}. Say plainly that nothing was found, "
+        "or search again with other words; do not answer as if it had found something."
+    )
+
+
+def page_content(page: PageRead, citations: CitationBook) -> str:
+    """A page read by ``read_url``, numbered as a citation (its title and link); the model
+    gets its label, title, address and text."""
+    site = urlsplit(page.url).hostname or ""
+    item = WebSearchResult(
+        title=page.title or page.url, link=page.url, content=page.content[:600], media=site
+    )
+    ((label, _),) = citations.add_client_results([item])
+    text = page.content[:PAGE_CHARS] if page.content.strip() else "(the page has no text)"
+    entry = {"ref": label, "title": page.title, "url": page.url, "content": text}
+    return to_json(entry).decode()
+
+
 def tool_result(call: ToolCall, done: CallOutcome, citations: CitationBook) -> ToolResult:
-    """The call's result; client-side search hits are numbered here, so in call order."""
+    """The call's result; client-side search hits and read pages are numbered here, so in
+    call order."""
     outcome, content = done.result, done.result.content
     if outcome.ok and isinstance(outcome.value, SearchHits):
         hits = outcome.value
         labelled = citations.add_client_results(hits.results)
         if labelled:
             content = to_json(compact_results(labelled)).decode()
+        elif hits.text:
+            content = hits.text[:PLAIN_RESULTS_CHARS]
         else:
-            content = hits.text[:PLAIN_RESULTS_CHARS] if hits.text else "No results."
+            content = nothing_found(hits.query)
+    elif outcome.ok and isinstance(outcome.value, PageRead):
+        content = page_content(outcome.value, citations)
     return ToolResult(
         call_id=call.id,
         name=done.name,

@@ -28,8 +28,10 @@ from generic_framework.mcp_tools.connection import Listing, MCPConnection, MCPFa
 from generic_framework.mcp_tools.naming import offered_name
 from generic_framework.mcp_tools.spec import MCPServerSpec, missing_variables
 from generic_framework.mcp_tools.tools import MCPTool
+from generic_framework.mcp_tools.web_reader import READER_SERVER_NAME, WebReaderMCP
 from generic_framework.mcp_tools.web_search import SEARCH_SERVER_NAME, WebSearchMCP
 from generic_framework.redaction import register_secret
+from generic_framework.tools.reader import PageRead
 
 if TYPE_CHECKING:
     from generic_framework.tools.search import SearchHits
@@ -59,6 +61,7 @@ class MCPSessions:
         self._toolsets: dict[tuple[object, ...], Toolset] = {}
         self._warned: set[tuple[str, int]] = set()
         self._search: WebSearchMCP | None = None
+        self._reader: WebReaderMCP | None = None
         self._closed = False
 
     def __repr__(self) -> str:
@@ -172,6 +175,26 @@ class MCPSessions:
             domain_filter=domain_filter,
             content_size=content_size,
         )
+
+    async def read_url(self, url: str) -> PageRead:
+        """``read_url`` through the Web Reader MCP server (``WEB_SEARCH_MODE=mcp``).
+
+        The server is ``settings.reader_mcp_url`` with the API key as Bearer token.
+
+        Raises:
+            MCPFailure: the read failed; its text is what the model reads.
+        """
+        if self._reader is None:
+            server = MCPServerSpec(
+                name=READER_SERVER_NAME, url=self.settings.reader_mcp_url, headers=self._bearer()
+            )
+            self._reader = WebReaderMCP(self.connection(server))
+        return await self._reader.read(url)
+
+    def _bearer(self) -> dict[str, str]:
+        if self.settings.api_key is None:
+            return {}
+        return {"Authorization": f"Bearer {self.settings.api_key.get_secret_value()}"}
 
     async def aclose(self) -> None:
         """Close every session (stopping stdio children), once; later use is an error."""

@@ -7,12 +7,15 @@ from ``tools/list``. Arguments are mapped from the persona's search settings and
 the tool's schema declares them. The result is a text block holding JSON, often encoded twice (a
 JSON string whose value is the JSON array); it is parsed up to two levels into
 :class:`~generic_framework.wire.messages.WebSearchResult` items, which the loop numbers as
-citations. Text that holds no array is passed to the model as it is.
+citations. Text that holds no array is passed to the model as it is. An empty list is asked
+for once more (the server has been seen answering ``"[]"`` intermittently); a second empty
+answer reaches the model as a plain "nothing was found".
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,6 +24,8 @@ from generic_framework.mcp_tools.connection import MCPConnection, MCPFailure
 from generic_framework.mcp_tools.results import block_text
 from generic_framework.tools.search import SearchHits
 from generic_framework.wire.messages import WebSearchResult
+
+logger = logging.getLogger("generic_framework.mcp")
 
 __all__ = [
     "SEARCH_SERVER_NAME",
@@ -153,12 +158,22 @@ class WebSearchMCP:
             content_size=content_size,
             search_domain_filter=domain_filter,
         )
-        result = await self.connection.call(tool.name, arguments)
+        results, plain = await self._call(tool.name, arguments)
+        if not results and plain is None:
+            # An empty "[]" with isError false comes back intermittently for queries that have
+            # results (docs/protocol.md §6b): one more call, then the model is told.
+            logger.info("the web search MCP server found nothing for %r; asking once more", query)
+            results, plain = await self._call(tool.name, arguments)
+        return SearchHits(query=query, results=results, text=plain)
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any]
+    ) -> tuple[list[WebSearchResult], str | None]:
+        result = await self.connection.call(name, arguments)
         text = "\n".join(block_text(block) for block in result.content).strip()
         if result.is_error:
             raise MCPFailure(
                 f"the web search MCP server answered with an error: {text or 'no details given'}",
                 kind="refused",
             )
-        results, plain = parse_results(text)
-        return SearchHits(query=query, results=results, text=plain)
+        return parse_results(text)

@@ -5,6 +5,8 @@ Routes (docs/protocol.md §1, §10):
 - ``POST /api/paas/v4/chat/completions`` and ``POST /api/coding/paas/v4/chat/completions``:
   JSON, or SSE when the request says ``"stream": true``.
 - ``POST /api/paas/v4/web_search`` (and the coding twin): the Web Search API.
+- ``POST /api/paas/v4/reader`` (and the coding twin): the Web Reader API.
+- ``/api/mcp/web_reader/mcp``: the Web Reader MCP server (tool ``webReader``), the same way.
 - ``/api/mcp/web_search_prime/mcp``: the Web Search MCP server of the Coding Plan, streamable
   HTTP (:mod:`generic_framework.mock.mcp_endpoint`); its ``tools/call`` requests are answered
   from the fixtures like the routes above.
@@ -60,12 +62,13 @@ from generic_framework.mock.fixture import (
     StallStreamFault,
     load_fixtures,
 )
-from generic_framework.mock.mcp_endpoint import MCP_SEARCH_PATH, MCPEndpoint
+from generic_framework.mock.mcp_endpoint import MCP_READER_PATH, MCP_SEARCH_PATH, MCPEndpoint
 from generic_framework.mock.prepared import JSON_TYPE, SSE_TYPE, PreparedExchange
 from generic_framework.mock.validation import (
     MockError,
     check_auth,
     validate_chat,
+    validate_reader,
     validate_web_search,
 )
 
@@ -73,6 +76,7 @@ __all__ = [
     "CHAT_PATHS",
     "CODING_PREFIX",
     "GENERAL_PREFIX",
+    "MCP_READER_PATH",
     "MCP_SEARCH_PATH",
     "MockApp",
     "RandomFailures",
@@ -86,6 +90,7 @@ GENERAL_PREFIX = "/api/paas/v4"
 CODING_PREFIX = "/api/coding/paas/v4"
 CHAT_PATHS = (f"{GENERAL_PREFIX}/chat/completions", f"{CODING_PREFIX}/chat/completions")
 SEARCH_PATHS = (f"{GENERAL_PREFIX}/web_search", f"{CODING_PREFIX}/web_search")
+READER_PATHS = (f"{GENERAL_PREFIX}/reader", f"{CODING_PREFIX}/reader")
 _ADMIN_PATHS = frozenset(
     {"/healthz", "/mock/report", "/mock/reset", "/mock/fixtures", "/mock/examples"}
 )
@@ -155,10 +160,13 @@ class MockApp:
         self.latency = max(latency_ms, 0) / 1000
         self.failures = RandomFailures(fail_rate, fail_seed) if fail_rate > 0 else None
         self._mcp = MCPEndpoint(self.api_keys, self._answer_mcp)
+        self._mcp_reader = MCPEndpoint(self.api_keys, self._answer_mcp, reader=True)
         self._routes: dict[str, Callable[[Scope, Receive, Send], Awaitable[None]]] = {
             **dict.fromkeys(CHAT_PATHS, self._chat),
             **dict.fromkeys(SEARCH_PATHS, self._web_search),
+            **dict.fromkeys(READER_PATHS, self._reader),
             MCP_SEARCH_PATH: self._mcp_search,
+            MCP_READER_PATH: self._mcp_read,
         }
         self._admin = Starlette(
             routes=[
@@ -182,6 +190,7 @@ class MockApp:
     def end_mcp_sessions(self) -> None:
         """Forget the Web Search MCP endpoint's sessions (a server restart, as clients see it)."""
         self._mcp.end_sessions()
+        self._mcp_reader.end_sessions()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point."""
@@ -226,13 +235,22 @@ class MockApp:
         return Incoming.parse("POST", scope["path"], check(body))
 
     async def _chat(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._handle(scope, receive, send, validate_chat)
+        models = self.catalog.models
+        await self._handle(
+            scope, receive, send, lambda body: validate_chat(body, known_models=models)
+        )
 
     async def _web_search(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._handle(scope, receive, send, validate_web_search)
 
+    async def _reader(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handle(scope, receive, send, validate_reader)
+
     async def _mcp_search(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self._mcp(scope, receive, send, self.catalog)
+
+    async def _mcp_read(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._mcp_reader(scope, receive, send, self.catalog)
 
     async def _answer_mcp(
         self, scope: Scope, receive: Receive, send: Send, selection: Selection, body: bytes
@@ -268,7 +286,9 @@ class MockApp:
         except MockError as error:
             await send_error(send, error)
             return
-        await self._answer(scope, receive, send, request.stream, selection)
+        await self._answer(
+            scope, receive, send, request.stream, selection, fragments=request.tool_stream
+        )
 
     async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -294,12 +314,20 @@ class MockApp:
         stream: bool,
         selection: Selection,
         body: bytes | None = None,
+        *,
+        fragments: bool = False,
     ) -> None:
-        """Serve the selected exchange after its delay, unless the client left meanwhile."""
+        """Serve the selected exchange after its delay, unless the client left meanwhile.
+
+        ``fragments``: the request asked for ``tool_stream``, so a completion recorded as JSON
+        streams its tool calls' arguments in pieces."""
         delay = self.latency + selection.delay
         if delay and await sleep_unless_disconnected(receive, delay):
             return  # the client gave up while the answer was delayed: nothing to send
-        await self._serve(scope, receive, send, stream, selection, body)
+        frames = selection.exchange.sse_frames
+        if fragments and selection.exchange.tool_stream_frames is not None:
+            frames = selection.exchange.tool_stream_frames
+        await self._serve(scope, receive, send, stream, selection, body, frames)
 
     async def _serve(
         self,
@@ -309,8 +337,10 @@ class MockApp:
         stream: bool,
         selection: Selection,
         body: bytes | None,
+        frames: list[bytes] | None,
     ) -> None:
-        """Serve the selected exchange: its faults, else its recorded response (or ``body``)."""
+        """Serve the selected exchange: its faults, else its recorded response (or ``body``),
+        streamed as ``frames`` when the request streams."""
         exchange, failure = selection.exchange, selection.failure
         served = (
             b"x-mock-fixture",
@@ -325,8 +355,8 @@ class MockApp:
                 await drop(scope, receive, send)
         elif isinstance(failure, MalformedBodyFault):
             await self._malformed(send, exchange, failure, stream)
-        elif stream and exchange.sse_frames is not None:
-            await self._stream(scope, receive, send, exchange, selection, served)
+        elif stream and frames is not None:
+            await self._stream(scope, receive, send, frames, selection, served)
         elif isinstance(failure, BreakStreamFault):
             await drop(scope, receive, send)
         else:
@@ -363,11 +393,11 @@ class MockApp:
         scope: Scope,
         receive: Receive,
         send: Send,
-        exchange: PreparedExchange,
+        frames: list[bytes],
         selection: Selection,
         served: tuple[bytes, bytes],
     ) -> None:
-        frames = exchange.sse_frames or []
+        exchange = selection.exchange
         failure = selection.failure
         cut = -1
         if isinstance(failure, BreakStreamFault | StallStreamFault):

@@ -128,6 +128,11 @@ class Incoming:
     stream: bool = False
     shape: ChatShape | None = None
 
+    @property
+    def tool_stream(self) -> bool:
+        """A streamed chat request asking for ``tool_stream`` (function arguments in pieces)."""
+        return self.stream and isinstance(self.body, dict) and self.body.get("tool_stream") is True
+
     def key(self, options: MatchOptions) -> RequestKey:
         """The request's key under ``options``."""
         if self.shape is not None:
@@ -180,13 +185,15 @@ class Catalog:
             for order, fixture in enumerate(fixtures)
         ]
         self._groups: dict[
-            tuple[str, str, str], tuple[MatchOptions, dict[RequestKey, list[Candidate]]]
+            tuple[str, ...], tuple[MatchOptions, dict[RequestKey, list[Candidate]]]
         ] = {}
         for state in self.states:
             options = state.fixture.match
             _, index = self._groups.setdefault(options.signature, (options, {}))
             for exchange in state.exchanges:
                 index.setdefault(exchange.key, []).append((state, exchange))
+        self.models = frozenset(_recorded_models(fixtures))
+        """Model ids (lower case) the fixtures record: served even when the table lacks them."""
         self.log: deque[LogEntry] = deque(maxlen=_LOG_LIMIT)
         self.unmatched: deque[dict[str, Any]] = deque(maxlen=_UNMATCHED_LIMIT)
         self.counts = {
@@ -307,7 +314,7 @@ class Catalog:
                 else:
                     text = f"expected {exchange.key[1:]!r}, got {actual[1:]!r}"
                     likeness = _likeness(exchange.key[1:], actual[1:])
-                tools_equal = int(exchange.key[2:] == actual[2:])
+                tools_equal = int(exchange.key[2:4] == actual[2:4])
                 nearness = (prefix, suffix, likeness, tools_equal)
                 score = (*nearness, int(state.cursor == exchange.index))
                 if best is None or score > best[0]:
@@ -407,6 +414,17 @@ class Catalog:
                 "never_served": [s.fixture.name for s in self.states if not any(s.served)],
                 "unmatched_requests": list(self.unmatched),
             }
+
+
+def _recorded_models(fixtures: Sequence[Fixture]) -> set[str]:
+    models = set()
+    for fixture in fixtures:
+        models.add(fixture.model.strip().lower())
+        for exchange in fixture.exchanges:
+            body = exchange.request.body or {}
+            if isinstance(body.get("model"), str):
+                models.add(body["model"].strip().lower())
+    return models
 
 
 def _likeness(expected: Any, actual: Any) -> int:

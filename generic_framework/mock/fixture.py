@@ -73,16 +73,23 @@ class MatchOptions(_Strict):
         tools: ``presence`` (default) compares whether tools are offered and whether the
             built-in web_search is among them, and requires every function the recorded answer
             calls to be offered; ``exact`` compares the names of all offered functions instead.
+        thinking: ``ignore`` (default) leaves ``thinking`` out; ``exact`` compares it (its
+            ``type`` and ``clear_thinking``; absent is its own value), so recordings that differ
+            only in thinking are each served to the request that asks for it.
+        model: ``ignore`` (default) leaves ``model`` out; ``exact`` compares it
+            (case-insensitively), for recordings of several models answering one question.
     """
 
     system: Literal["ignore", "exact"] = "ignore"
     history: Literal["ignore", "exact"] = "ignore"
     tools: Literal["presence", "exact"] = "presence"
+    thinking: Literal["ignore", "exact"] = "ignore"
+    model: Literal["ignore", "exact"] = "ignore"
 
     @property
-    def signature(self) -> tuple[str, str, str]:
+    def signature(self) -> tuple[str, str, str, str, str]:
         """A hashable form, used to group fixtures that normalise requests the same way."""
-        return (self.system, self.history, self.tools)
+        return (self.system, self.history, self.tools, self.thinking, self.model)
 
 
 class RecordedRequest(_Strict):

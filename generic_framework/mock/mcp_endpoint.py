@@ -1,4 +1,8 @@
-"""The mock's Web Search MCP endpoint: Z.AI's Coding Plan search route, replayed from fixtures.
+"""The mock's MCP endpoints: Z.AI's Coding Plan search and reader routes, replayed from fixtures.
+
+``/api/mcp/web_reader/mcp`` (the Web Reader server, tool ``webReader`` taking ``url``) works
+the same way as the search endpoint described below; its ``tools/call`` requests are matched
+by tool name and arguments.
 
 ``/api/mcp/web_search_prime/mcp`` on the mock's own port speaks MCP's streamable HTTP transport
 the way a server of the 2024-2025 protocol revisions does (docs/protocol.md §6b):
@@ -35,7 +39,10 @@ from generic_framework.mock.validation import MockError, check_auth
 
 __all__ = [
     "DEFAULT_TOOL_NAME",
+    "MCP_READER_PATH",
     "MCP_SEARCH_PATH",
+    "READER_INPUT_SCHEMA",
+    "READER_TOOL_NAME",
     "SEARCH_INPUT_SCHEMA",
     "SUPPORTED_VERSIONS",
     "MCPEndpoint",
@@ -43,7 +50,9 @@ __all__ = [
 ]
 
 MCP_SEARCH_PATH = "/api/mcp/web_search_prime/mcp"
+MCP_READER_PATH = "/api/mcp/web_reader/mcp"
 DEFAULT_TOOL_NAME = "web_search_prime"
+READER_TOOL_NAME = "webReader"
 SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 SEARCH_INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -63,6 +72,19 @@ SEARCH_INPUT_SCHEMA: dict[str, Any] = {
     },
     "required": ["search_query"],
 }
+READER_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "url": {"type": "string", "description": "The URL of the page to read."},
+        "return_format": {"type": "string", "enum": ["markdown", "text"]},
+        "retain_images": {"type": "boolean"},
+    },
+    "required": ["url"],
+}
+_SEARCH_DESCRIPTION = (
+    "Search the web; results as JSON (title, link, content, media, publish_date, refer)."
+)
+_READER_DESCRIPTION = "Read a web page: its title, main content, metadata and links."
 _SESSION = b"mcp-session-id"
 _SESSIONS_KEPT = 10_000
 _METHOD_NOT_FOUND = -32601
@@ -97,35 +119,40 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 class MCPEndpoint:
-    """The Web Search MCP route of one mock app.
+    """One MCP route of a mock app: the Web Search server, or (``reader=True``) the Web Reader
+    server at :data:`MCP_READER_PATH`, whose one tool is ``webReader`` taking ``url``.
 
     Args:
         api_keys: accepted keys (``None``: any non-empty key).
         answer: the app's way of serving a selected exchange with a given body.
+        reader: serve the Web Reader server instead of the Web Search one.
     """
 
-    def __init__(self, api_keys: frozenset[str] | None, answer: AnswerFunction) -> None:
+    def __init__(
+        self, api_keys: frozenset[str] | None, answer: AnswerFunction, *, reader: bool = False
+    ) -> None:
         self.api_keys = api_keys
         self._answer = answer
         self._sessions: set[str] = set()
         self._lock = threading.Lock()
+        self.path = MCP_READER_PATH if reader else MCP_SEARCH_PATH
+        self._default = READER_TOOL_NAME if reader else DEFAULT_TOOL_NAME
+        self._schema = READER_INPUT_SCHEMA if reader else SEARCH_INPUT_SCHEMA
+        self._description = _READER_DESCRIPTION if reader else _SEARCH_DESCRIPTION
+        self._server = "web-reader" if reader else "web-search-prime"
 
-    @staticmethod
-    def tools(catalog: Catalog) -> list[dict[str, Any]]:
-        """The listed tools: every tool name the fixtures call, else :data:`DEFAULT_TOOL_NAME`."""
+    def tools(self, catalog: Catalog) -> list[dict[str, Any]]:
+        """The listed tools: every tool name the fixtures call on this server, else the
+        server's own tool (``web_search_prime``, or ``webReader``)."""
         names: list[str] = []
         for state in catalog.states:
             for exchange in state.exchanges:
-                if exchange.kind == "mcp" and exchange.key[2] and exchange.key[2] not in names:
-                    names.append(str(exchange.key[2]))
+                name = exchange.key[2] if exchange.kind == "mcp" else None
+                if name and exchange.path == self.path and name not in names:
+                    names.append(str(name))
         return [
-            {
-                "name": name,
-                "description": "Search the web; results as JSON (title, link, content, media, "
-                "publish_date, refer).",
-                "inputSchema": SEARCH_INPUT_SCHEMA,
-            }
-            for name in names or [DEFAULT_TOOL_NAME]
+            {"name": name, "description": self._description, "inputSchema": self._schema}
+            for name in names or [self._default]
         ]
 
     def end_sessions(self) -> None:
@@ -183,7 +210,7 @@ class MCPEndpoint:
         result = {
             "protocolVersion": version,
             "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": {"name": "web-search-prime (generic_framework mock)", "version": "1"},
+            "serverInfo": {"name": f"{self._server} (generic_framework mock)", "version": "1"},
         }
         body = _rpc(message.get("id"), result=result)
         await send_bytes(send, 200, JSON_TYPE, body, [(_SESSION, session.encode())])

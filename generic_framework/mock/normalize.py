@@ -3,10 +3,12 @@
 A chat request is reduced to its messages (role, content, tool_call ids, tool names and
 canonical arguments, reasoning_content, tool_call_id) and to what it offers: whether any tools
 are offered, and whether the built-in web_search is among them. Everything else is volatile and
-ignored: ``model``, ``stream``, ``temperature``, ``request_id``, ``user_id``,
-``stream_options``, ``thinking``, tool schemas and the web_search options. Text is compared
-after stripping surrounding whitespace; ``None`` and ``""`` are the same; JSON text (tool
-arguments, tool results) is compared in canonical form, so key order and spacing do not matter.
+ignored unless a fixture's :class:`MatchOptions` say otherwise: ``model`` and ``thinking``
+(``exact`` compares them); always ignored: ``stream``, ``tool_stream``, ``temperature``,
+``request_id``, ``user_id``, ``stream_options``, tool schemas and the web_search options.
+Text is compared after stripping surrounding whitespace; ``None`` and ``""`` are the same; JSON
+text (tool arguments, tool results) is compared in canonical form, so key order and spacing do
+not matter.
 
 :class:`MatchOptions` decide whether system messages and earlier turns take part (see
 ``docs/design/0402-request-matching.md``).
@@ -137,6 +139,8 @@ class ChatShape:
         functions: the names of the offered function tools.
         other_tools: the types of any other offered tools (retrieval, mcp).
         stream: whether the request asked for SSE.
+        thinking: the ``thinking`` object in canonical JSON (``""`` when absent).
+        model: the model id, lower case.
     """
 
     messages: list[Any]
@@ -144,9 +148,9 @@ class ChatShape:
     functions: frozenset[str]
     other_tools: tuple[str, ...]
     stream: bool
-    _keys: dict[tuple[str, str, str], tuple[RequestKey, tuple[int, ...]]] = field(
-        default_factory=dict
-    )
+    thinking: str = ""
+    model: str = ""
+    _keys: dict[tuple[str, ...], tuple[RequestKey, tuple[int, ...]]] = field(default_factory=dict)
 
     def key(self, options: MatchOptions) -> RequestKey:
         """The hashable key under ``options`` (cached per option set)."""
@@ -179,7 +183,9 @@ class ChatShape:
             offered: Any = (tuple(sorted(self.functions)), self.other_tools)
         else:
             offered = bool(self.web_search or self.functions or self.other_tools)
-        return ("chat", keys, self.web_search, offered), tuple(positions)
+        thinking = self.thinking if options.thinking == "exact" else None
+        model = self.model if options.model == "exact" else None
+        return ("chat", keys, self.web_search, offered, thinking, model), tuple(positions)
 
 
 def chat_shape(body: dict[str, Any]) -> ChatShape:
@@ -192,6 +198,8 @@ def chat_shape(body: dict[str, Any]) -> ChatShape:
         functions=functions,
         other_tools=others,
         stream=body.get("stream") is True,
+        thinking=canonical_text(body.get("thinking")),
+        model=str(body.get("model") or "").strip().lower(),
     )
 
 
@@ -298,6 +306,10 @@ def describe_difference(
             f"messages: the request {verb} message {where(prefix)} "
             f"(role {extra[0]!r}); expected {len(want)} compared message(s), got {len(got)}"
         )
-    if expected[2:] != actual[2:]:
+    if expected[2:4] != actual[2:4]:
         return _tools_difference(expected, actual)
+    for position, name in ((4, "thinking"), (5, "model")):
+        if expected[position] != actual[position]:
+            want, got = expected[position] or "(absent)", actual[position] or "(absent)"
+            return f"{name}: expected {want}, got {got}"
     return "no difference in the compared fields"

@@ -32,11 +32,14 @@ _STATUS_FOR_CODE = {"1113": 429, "1302": 429, "1303": 429, "1305": 429, "1312": 
 
 
 def request_kind(path: str) -> str:
-    """``chat``, ``web_search``, ``mcp`` (an MCP endpoint's JSON-RPC request) or ``other``."""
+    """``chat``, ``web_search``, ``reader`` (the Web Reader API), ``mcp`` (an MCP endpoint's
+    JSON-RPC request) or ``other``."""
     if path.endswith("/chat/completions"):
         return "chat"
     if path.endswith("/web_search"):
         return "web_search"
+    if path.endswith("/paas/v4/reader"):
+        return "reader"
     if path.endswith("/mcp"):
         return "mcp"
     return "other"
@@ -60,7 +63,8 @@ class PreparedExchange:
 
     Attributes:
         index: its position in the fixture.
-        kind: ``chat``, ``web_search`` or ``other``.
+        kind: ``chat``, ``web_search``, ``reader``, ``mcp`` or ``other``.
+        path: the recorded request's path (which MCP server a ``tools/call`` went to).
         key: the normalised key of the recorded request.
         stream: whether the recorded request streamed.
         required_functions: functions the recorded answer calls; a request must offer them.
@@ -68,12 +72,16 @@ class PreparedExchange:
         headers: response headers (without content type and length).
         json_body: the JSON form's bytes.
         sse_frames: the SSE form's frames, or None when the answer is not a completion.
+        tool_stream_frames: for a completion recorded as JSON with tool calls, the SSE form
+            with each call's arguments in fragments, served to requests asking for
+            ``tool_stream``; None otherwise (a recorded stream is served as recorded).
         delays: delay faults.
         failures: failure faults, in the order they apply.
     """
 
     index: int
     kind: str
+    path: str
     key: RequestKey
     stream: bool
     required_functions: frozenset[str]
@@ -81,6 +89,7 @@ class PreparedExchange:
     headers: list[tuple[bytes, bytes]]
     json_body: bytes
     sse_frames: list[bytes] | None
+    tool_stream_frames: list[bytes] | None
     delays: list[DelayFault]
     failures: list[Fault]
 
@@ -108,6 +117,9 @@ def request_key(kind: str, method: str, path: str, body: Any, options: MatchOpti
     if kind == "web_search":
         query = body.get("search_query") if isinstance(body, dict) else None
         return ("web_search", str(query or "").strip())
+    if kind == "reader":
+        url = body.get("url") if isinstance(body, dict) else None
+        return ("reader", str(url or "").strip())
     if kind == "mcp":
         return _mcp_key(body)
     return ("other", method, path)
@@ -149,6 +161,18 @@ def _sse_form(exchange: Exchange) -> list[bytes] | None:
     return None
 
 
+def _tool_stream_form(exchange: Exchange) -> list[bytes] | None:
+    response, body = exchange.response, exchange.response.body
+    if response.status != 200 or response.events is not None or not isinstance(body, dict):
+        return None
+    choices = body.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict) or not message.get("tool_calls"):
+        return None
+    return [render_event(event) for event in completion_to_events(body, tool_stream=True)]
+
+
 def prepare(exchange: Exchange, index: int, options: MatchOptions) -> PreparedExchange:
     """Precompute everything needed to match and serve ``exchange``."""
     request = exchange.request
@@ -161,6 +185,7 @@ def prepare(exchange: Exchange, index: int, options: MatchOptions) -> PreparedEx
     return PreparedExchange(
         index=index,
         kind=kind,
+        path=request.path,
         key=request_key(kind, request.method, request.path, body, options),
         stream=body.get("stream") is True,
         required_functions=_called_functions(answer),
@@ -172,6 +197,7 @@ def prepare(exchange: Exchange, index: int, options: MatchOptions) -> PreparedEx
         ],
         json_body=json_body,
         sse_frames=_sse_form(exchange),
+        tool_stream_frames=_tool_stream_form(exchange),
         delays=[fault for fault in exchange.faults if isinstance(fault, DelayFault)],
         failures=[fault for fault in exchange.faults if not isinstance(fault, DelayFault)],
     )

@@ -5,7 +5,8 @@ every delta except tool-call-only ones, no ``finish_reason`` key before the last
 carries ``finish_reason``, ``usage`` and the top-level ``web_search[]``; then ``data: [DONE]``.
 
 A fixture recorded without streaming can answer a streaming request (and the other way round):
-:func:`completion_to_events` splits a completion into chunks in that layout, and
+:func:`completion_to_events` splits a completion into chunks in that layout (a request with
+``tool_stream: true`` gets each call's arguments in fragments), and
 :func:`events_to_completion` assembles a stream into one completion.
 """
 
@@ -29,6 +30,7 @@ __all__ = [
 
 DONE = "[DONE]"
 _WORDS_PER_CHUNK = 3
+_ARGUMENT_CHARS = 12
 _WORD_BOUNDARY = re.compile(r"(?<=\s)(?=\S)")
 
 
@@ -75,8 +77,36 @@ def _pieces(text: str | None) -> list[str]:
     ]
 
 
-def completion_to_events(body: dict[str, Any]) -> list[dict[str, Any] | str]:
-    """Split a chat completion into stream chunks (reasoning, content, calls, final), then DONE."""
+def _argument_pieces(arguments: Any) -> list[str]:
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    if not text:
+        return [""]
+    return [text[start : start + _ARGUMENT_CHARS] for start in range(0, len(text), _ARGUMENT_CHARS)]
+
+
+def _call_fragments(call: dict[str, Any], index: int) -> list[dict[str, Any]]:
+    """One call as ``tool_stream`` sends it: id, type and name on the first fragment only,
+    the arguments in pieces, every fragment with the call's ``index`` (docs/protocol.md §4)."""
+    function = call.get("function") or {}
+    pieces = _argument_pieces(function.get("arguments"))
+    first = {
+        "id": call.get("id"),
+        "index": index,
+        "type": call.get("type", "function"),
+        "function": {"name": function.get("name"), "arguments": pieces[0]},
+    }
+    rest = [{"index": index, "function": {"arguments": piece}} for piece in pieces[1:]]
+    return [first, *rest]
+
+
+def completion_to_events(
+    body: dict[str, Any], *, tool_stream: bool = False
+) -> list[dict[str, Any] | str]:
+    """Split a chat completion into stream chunks (reasoning, content, calls, final), then DONE.
+
+    Each tool call is one chunk, as Z.AI streams calls without ``tool_stream``; with
+    ``tool_stream`` its arguments come in fragments of a few characters, one chunk each.
+    """
     base = {
         "id": body.get("id", ""),
         "created": body.get("created"),
@@ -95,7 +125,12 @@ def completion_to_events(body: dict[str, Any]) -> list[dict[str, Any] | str]:
     for piece in _pieces(message.get("content")):
         chunk({"role": "assistant", "content": piece})
     for number, call in enumerate(message.get("tool_calls") or ()):
-        chunk({"tool_calls": [{**call, "index": call.get("index", number)}]})
+        index = call.get("index", number)
+        if tool_stream:
+            for fragment in _call_fragments(call, index):
+                chunk({"tool_calls": [fragment]})
+        else:
+            chunk({"tool_calls": [{**call, "index": index}]})
     final: dict[str, Any] = {
         **base,
         "choices": [

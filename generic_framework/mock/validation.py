@@ -9,7 +9,11 @@ Every rejection is ``{"error": {"code": "<string>", "message": "..."}}`` (docs/p
   call left unanswered, an answer given twice, an assistant message with neither content nor
   tool_calls, no user message, an unknown role; a bad function name; an unknown tool type.
 - 400 ``1210``: a parameter out of range: ``temperature`` or ``top_p`` outside 0-1,
-  ``max_tokens`` below 1, more than 128 tools; a body that is not a JSON object.
+  ``max_tokens`` below 1, more than 128 tools; a body that is not a JSON object;
+  ``thinking.type: "disabled"`` for a model that always thinks (GLM-5.3, by the model table of
+  :mod:`generic_framework.wire.profiles`), with the real service's message.
+- 400 ``1211``: a model neither the model table nor any loaded fixture knows (checked only
+  when the caller passes the known models: the app does, fixture loading does not).
 
 Z.AI's own messages are generic ("The messages parameter is illegal"); the mock appends which
 message broke which rule, because the mock exists to find such bugs.
@@ -22,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from generic_framework.wire.profiles import PROFILES
+
 __all__ = [
     "MAX_TOOLS",
     "TOOL_TYPES",
@@ -29,6 +35,7 @@ __all__ = [
     "check_auth",
     "validate_chat",
     "validate_messages",
+    "validate_reader",
     "validate_web_search",
 ]
 
@@ -244,11 +251,36 @@ def validate_messages(messages: Any) -> None:
         raise _bad_messages("there is no user message")
 
 
-def validate_chat(body: Any) -> dict[str, Any]:
+_ALWAYS_THINKS = (
+    "This model always engages in thinking and cannot be disabled; please use low, high, or max"
+)
+
+
+def _check_model(body: dict[str, Any], known_models: frozenset[str] | None) -> None:
+    model = str(body["model"]).strip().lower()
+    profile = PROFILES.get(model)
+    if profile is None and known_models is not None and model not in known_models:
+        raise MockError(
+            400,
+            "1211",
+            f"Unknown Model, please check the model code. ({body['model']!r} is neither in the "
+            "model table nor in a loaded fixture)",
+        )
+    thinking = body.get("thinking")
+    refused = isinstance(thinking, dict) and thinking.get("type") == "disabled"
+    if refused and profile is not None and not profile.thinking_off:
+        raise MockError(400, "1210", _ALWAYS_THINKS)
+
+
+def validate_chat(body: Any, *, known_models: frozenset[str] | None = None) -> dict[str, Any]:
     """Check a chat-completions body; return it as a dict when it passes.
 
+    Args:
+        known_models: the model ids (lower case) the fixtures record besides the model
+            table's; given, any other model is refused with 1211.
+
     Raises:
-        MockError: 400 with 1210, 1213 or 1214 (see the module docstring).
+        MockError: 400 with 1210, 1211, 1213 or 1214 (see the module docstring).
     """
     if not isinstance(body, dict):
         raise MockError(
@@ -257,8 +289,25 @@ def validate_chat(body: Any) -> dict[str, Any]:
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise MockError(400, "1213", "The model parameter was not received.")
+    _check_model(body, known_models)
     _check_parameters(body)
     validate_messages(body.get("messages"))
+    return body
+
+
+def validate_reader(body: Any) -> dict[str, Any]:
+    """Check a Web Reader API body (``url`` is required).
+
+    Raises:
+        MockError: 400 with 1210 or 1213.
+    """
+    if not isinstance(body, dict):
+        raise MockError(
+            400, "1210", "API request parameter is invalid: the body must be a JSON object"
+        )
+    url = body.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise MockError(400, "1213", "The url parameter was not received.")
     return body
 
 

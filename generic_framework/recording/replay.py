@@ -37,6 +37,7 @@ from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_f
 from generic_framework.mock.server import MockServer
 from generic_framework.runtime import Runtime
 from generic_framework.tools import EXAMPLE_TOOLS, SEARCH_TOOL_NAME, FunctionTool, WebSearch
+from generic_framework.tools.reader import READ_TOOL_NAME
 from generic_framework.tools.web_search import WebSearchMode
 
 __all__ = [
@@ -124,6 +125,8 @@ def _tools_offered(fixture: Fixture) -> tuple[list[str], WebSearchMode]:
         paths = (exchange.request.path for exchange in fixture.exchanges)
         mode = "mcp" if any(path.endswith("/mcp") for path in paths) else "client"
         names.remove(SEARCH_TOOL_NAME)
+        if READ_TOOL_NAME in names:  # offered by those modes on // messages with a URL
+            names.remove(READ_TOOL_NAME)
     return names, mode
 
 

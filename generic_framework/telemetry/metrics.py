@@ -191,6 +191,9 @@ _SPECS: tuple[tuple[str, str, str, tuple[str, ...], tuple[float, ...]], ...] = (
      UPSTREAM_BUCKETS),
     ("upstream_retries", "counter", "Retries of upstream requests by the error that caused "
      "them.", ("endpoint", "reason"), ()),
+    ("context_overflows", "counter", "Model calls refused as too long for the context window "
+     "(1261), by outcome (trimmed: sent again without the oldest history turns; failed: "
+     "still too long, or no history to drop).", ("persona", "outcome"), ()),
 )  # fmt: skip
 
 
@@ -223,6 +226,7 @@ class Metrics:
         self._requests = f["upstream_requests"]
         self._upstream_seconds = f["upstream_request_duration_seconds"]
         self._retries = f["upstream_retries"]
+        self._overflows = f["context_overflows"]
         self._reachable: float | None = None
         if registry is not None:
             self._registry = self._register(registry)
@@ -295,6 +299,10 @@ class Metrics:
         self._retries.child(endpoint, reason).inc()
 
     # ------------------------------------------------------------------ turns
+
+    def context_overflow(self, persona: str, outcome: str) -> None:
+        """A model call was too long for the context window (``trimmed`` or ``failed``)."""
+        self._overflows.child(persona, outcome).inc()
 
     def turn(self, persona: str, stop_reason: str, seconds: float, rounds: int) -> None:
         """A turn ended."""

@@ -44,6 +44,7 @@ from generic_framework.wire.errors import (
 from generic_framework.wire.messages import (
     ChatCompletion,
     ChatRequest,
+    ReaderResponse,
     StreamCompleted,
     StreamEvent,
     WebSearchResponse,
@@ -119,6 +120,7 @@ class GLMClient:
             self._http, self._sender = http_client, ClientSend(http_client, headers)
         self._chat_url = f"{s.base_url}/chat/completions"
         self._search_url = f"{s.base_url}/web_search"
+        self._reader_url = f"{s.base_url}/reader"
         self._policy = RetryPolicy(max_retries=s.llm_max_retries, deadline=s.llm_retry_deadline)
         self._slots = slots or LocalSlots(s.llm_max_concurrency, s.llm_queue_timeout)
         self._observer = observer if observer is not None else NO_OBSERVER
@@ -238,6 +240,15 @@ class GLMClient:
             lambda: self._fetch(call, WebSearchResponse), on_retry=self._retried(call)
         )
 
+    async def read_url(self, url: str) -> ReaderResponse:
+        """Call the Web Reader API (``POST {base}/reader``): one page's text as markdown, with
+        its title (docs/protocol.md §6c). Images are left out of the text."""
+        payload = {"url": url, "return_format": "markdown", "retain_images": False}
+        call = _Call("reader", self._reader_url, json.dumps(payload, ensure_ascii=False).encode())
+        return await self._policy.call(
+            lambda: self._fetch(call, ReaderResponse), on_retry=self._retried(call)
+        )
+
     # ------------------------------------------------------------------ one attempt
 
     async def _attempt(
@@ -340,7 +351,7 @@ class _Call:
     """One logical call, across its attempts: where it goes, what it sends, what it did."""
 
     endpoint: str
-    """The observer's name for it: ``chat``, ``chat_stream`` or ``web_search``."""
+    """The observer's name for it: ``chat``, ``chat_stream``, ``web_search`` or ``reader``."""
     url: str
     body: bytes
     stream: bool = False

@@ -18,6 +18,7 @@ __all__ = [
     "AuthenticationError",
     "BadRequestError",
     "ContentFilterError",
+    "ContextTooLongError",
     "InsufficientBalanceError",
     "NotFoundError",
     "QuotaExceededError",
@@ -68,6 +69,11 @@ class UpstreamBusyError(RateLimitError):
 
 class BadRequestError(APIStatusError):
     """The request was rejected as malformed (400, 1210-1215, 1261)."""
+
+
+class ContextTooLongError(BadRequestError):
+    """The prompt is longer than the model's context window (1261). Not retried as it is:
+    the turn drops the oldest history turns and sends the call once more, then raises this."""
 
 
 class ContentFilterError(APIStatusError):
@@ -122,6 +128,8 @@ def _class_for_code(code: str) -> type[APIStatusError] | None:
         return RateLimitError
     if code == "1301":
         return ContentFilterError
+    if code == "1261":
+        return ContextTooLongError
     if code in {"500", "1234", "1230"}:
         return ServerError
     if code.isdigit() and 1100 <= int(code) <= 1121:

@@ -36,6 +36,8 @@ __all__ = [
     "FunctionToolSpec",
     "Message",
     "PromptTokensDetails",
+    "ReaderResponse",
+    "ReaderResult",
     "ReasoningDelta",
     "StreamCompleted",
     "StreamEvent",
@@ -226,6 +228,7 @@ class ChatRequest(_Wire):
     stream: bool = False
     tool_stream: bool | None = None
     thinking: Thinking | None = None
+    reasoning_effort: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=1.0)
     top_p: float | None = None
     max_tokens: int | None = None
@@ -372,6 +375,29 @@ class WebSearchResponse(_Wire):
     request_id: str | None = None
     search_intent: list[dict[str, Any]] | None = None
     search_result: list[WebSearchResult] = Field(default_factory=list)
+
+
+class ReaderResult(_Wire):
+    """The page the Web Reader read: its text (markdown by default), title and address."""
+
+    content: str = ""
+    title: str = ""
+    url: str = ""
+    description: str = ""
+
+    @field_validator("content", "title", "url", "description", mode="before")
+    @classmethod
+    def _none_as_empty(cls, value: Any) -> Any:
+        return "" if value is None else value
+
+
+class ReaderResponse(_Wire):
+    """The Web Reader API's answer (``POST {base}/reader``; docs/protocol.md §6c)."""
+
+    id: str = ""
+    created: int | None = None
+    request_id: str | None = None
+    reader_result: ReaderResult | None = None
 
 
 # --------------------------------------------------------------------------- stream events

@@ -21,7 +21,7 @@ from generic_framework.wire.errors import (
     ServerError,
     error_for,
 )
-from generic_framework.wire.messages import ChatCompletion, WebSearchResponse
+from generic_framework.wire.messages import ChatCompletion, ReaderResponse, WebSearchResponse
 from generic_framework.wire.retry import parse_retry_after
 
 __all__ = ["check_finish", "is_document", "parse_model", "status_error"]
@@ -90,6 +90,8 @@ def _complete(result: BaseModel) -> bool:
         return bool(result.choices)
     if isinstance(result, WebSearchResponse):
         return "search_result" in result.model_fields_set
+    if isinstance(result, ReaderResponse):
+        return result.reader_result is not None
     return True
 
 

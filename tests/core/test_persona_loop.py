@@ -24,6 +24,7 @@ from generic_framework.core.persona import (
 from generic_framework.errors import ToolLoopError
 from generic_framework.runtime import Runtime
 from generic_framework.tools import WebSearch, calculate, tool
+from generic_framework.tools.web_search import DEFAULT_SEARCH_PROMPT
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.errors import BadRequestError
 
@@ -115,6 +116,7 @@ async def test_web_query_is_answered_server_side_in_one_call(
             "enable": True,
             "search_engine": "search_pro_jina",
             "search_result": True,
+            "search_prompt": DEFAULT_SEARCH_PROMPT,
             "count": 5,
             "search_recency_filter": "noLimit",
         },
@@ -132,13 +134,20 @@ async def test_persona_web_search_table_overrides_settings(
     settings: Settings, script: MakeScript, client_for: MakeClient
 ) -> None:
     s = script(completion("ok"))
-    search = WebSearch(count=3, recency="oneWeek", domain_filter="example.com", content_size="high")
+    search = WebSearch(
+        count=3,
+        recency="oneWeek",
+        domain_filter="example.com",
+        content_size="high",
+        prompt="Own prompt {{current_date}}",
+    )
     persona = make_persona(settings, client_for(s), web_search=search)
     await persona.respond("// q")
     assert s.requests[0]["tools"][0]["web_search"] == {
         "enable": True,
         "search_engine": "search_pro_jina",
         "search_result": True,
+        "search_prompt": "Own prompt {{current_date}}",
         "count": 3,
         "search_domain_filter": "example.com",
         "search_recency_filter": "oneWeek",

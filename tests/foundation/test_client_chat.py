@@ -1,4 +1,5 @@
-"""GLMClient.chat() and web_search() against a scripted transport: wire, retries, bad bodies."""
+"""GLMClient.chat(), web_search() and read_url() against a scripted transport: wire, retries,
+bad bodies."""
 
 from __future__ import annotations
 
@@ -676,3 +677,49 @@ def test_client_repr_holds_no_key(fake_key: str) -> None:
 
     assert fake_key not in repr(client)
     assert "api.z.ai" in repr(client)
+
+
+# ---------------------------------------------------------------- read_url()
+
+READER_BODY = {
+    "id": "20260109reader01",
+    "created": 1767950000,
+    "request_id": "20260109reader01",
+    "model": "",
+    "reader_result": {
+        "content": "# Ferry notice\n\nA 23:40 sailing runs on Fridays.",
+        "description": "Timetable change",
+        "title": "Ferry notice",
+        "url": "https://ferries.example.org/notice",
+        "external": {},
+        "metadata": {"keywords": "ferry"},
+    },
+}
+
+
+async def test_read_url_sends_the_documented_body(make_client: MakeClient) -> None:
+    client, script = make_client(httpx.Response(200, json=READER_BODY))
+
+    page = await client.read_url("https://ferries.example.org/notice")
+
+    (request,) = script.requests
+    assert str(request.url) == "https://zai.test/api/paas/v4/reader"
+    assert json.loads(request.content) == {
+        "url": "https://ferries.example.org/notice",
+        "return_format": "markdown",
+        "retain_images": False,
+    }
+    assert page.reader_result is not None
+    assert page.reader_result.title == "Ferry notice"
+    assert page.reader_result.content.startswith("# Ferry notice")
+
+
+async def test_read_url_errors_and_a_body_without_a_page(make_client: MakeClient) -> None:
+    client, _ = make_client(
+        zai_error(429, "1113"), httpx.Response(200, json={"id": "x", "created": 1})
+    )
+
+    with pytest.raises(InsufficientBalanceError):
+        await client.read_url("https://ferries.example.org/notice")
+    with pytest.raises(ResponseValidationError, match="ReaderResponse"):
+        await client.read_url("https://ferries.example.org/notice")

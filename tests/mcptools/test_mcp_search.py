@@ -19,6 +19,7 @@ from zai_script import Script, call, completion, make_settings
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
+from generic_framework.core.tooling import nothing_found
 from generic_framework.mock import Fixture, MockServer
 from generic_framework.mock.mcp_endpoint import MCP_SEARCH_PATH
 from generic_framework.runtime import Runtime
@@ -79,6 +80,7 @@ async def searched(tmp_path: Path) -> Any:
     """Run one ``//`` turn whose search_web call the mock's MCP endpoint answers."""
     servers: list[MockServer] = []
     runtimes: list[Runtime] = []
+    served: dict[str, list[int]] = {}
 
     async def run(fixture: Fixture, final: str = "Done.", **overrides: Any) -> tuple[Any, Script]:
         server = await MockServer([fixture], api_keys={KEY}).__aenter__()
@@ -95,8 +97,10 @@ async def searched(tmp_path: Path) -> Any:
         persona = Persona("seeker", "Search, then answer.", runtime=runtime)
         reply = await persona.respond(fixture.user_input)
         script.assert_done()
+        served.update({f["name"]: f["served"] for f in server.report()["fixtures"]})
         return reply, script
 
+    run.served = served  # type: ignore[attr-defined]
     yield run
     for runtime in runtimes:
         await runtime.aclose()
@@ -191,9 +195,22 @@ async def test_a_401_on_call_reaches_the_model_as_a_readable_error(
     assert any("tool search_web failed" in r.getMessage() for r in caplog.records)
 
 
-async def test_empty_results(searched: Turn) -> None:
-    reply, script = await searched(search_fixture("empty", "late ferry", text='"[]"'))
-    assert tool_message(script) == "No results." and reply.citations == []
+async def test_an_empty_result_is_asked_for_once_more_then_told_plainly(searched: Turn) -> None:
+    empty = search_fixture("empty", "late ferry", text='"[]"')
+    reply, script = await searched(empty)
+    assert tool_message(script) == nothing_found("late ferry") and reply.citations == []
+    assert "found nothing for 'late ferry'" in tool_message(script)
+    assert searched.served["empty"] == [2]  # type: ignore[attr-defined]
+
+
+async def test_an_empty_result_then_results_cites_the_second_answer(searched: Turn) -> None:
+    first = search_fixture("flaky", "late ferry", text='"[]"')
+    second = search_fixture("flaky", "late ferry").exchanges[0]
+    flaky = first.model_copy(update={"exchanges": [first.exchanges[0], second]})
+    reply, script = await searched(flaky, "A late ferry runs on Fridays [ref_1].")
+    assert [c.url for c in reply.citations] == [item["link"] for item in ITEMS]
+    assert json.loads(tool_message(script))[0]["ref"] == "ref_1"
+    assert searched.served["flaky"] == [1, 1]  # type: ignore[attr-defined]
 
 
 async def test_a_plain_text_result_is_passed_on(searched: Turn) -> None:

@@ -18,6 +18,7 @@ from fixture_parts import (
     CLIENT_SEARCH_TOOL,
     CODING_CHAT,
     FUNCTION_TOOLS,
+    READER_TOOL,
     Conversation,
     call,
     completion,
@@ -206,6 +207,54 @@ def web_search_tool_calls() -> Fixture:
     )
 
 
+def web_search_no_markers() -> Fixture:
+    text = "// how tall is the Malahat SkyWalk?"
+    talk = Conversation(text)
+    sources = [
+        source(
+            1,
+            "Malahat SkyWalk - visit",
+            "https://travel.example.ca/malahat-skywalk",
+            "Travel Example",
+            "The spiral tower rises 32 metres above the forest floor.",
+            "2025-06-02",
+        ),
+        source(
+            2,
+            "A walk above the trees",
+            "https://news.example.org/skywalk-opens",
+            "Island News Example",
+            "The 600-metre treetop walk leads to a 32 m spiral tower with views of the inlet.",
+            "",
+        ),
+    ]
+    answer = (
+        "The Malahat SkyWalk's spiral tower is about 32 metres tall, at the end of a "
+        "600-metre walk through the treetops."
+    )
+    talk.exchange(
+        completion(
+            "skywalk",
+            answer,
+            reasoning="Both results give 32 m for the tower.",
+            usage=(1300, 40, 9),
+            web_search=sources,
+        ),
+        note="an answer written under Z.AI's own default search prompt: no [ref_N] markers",
+    )
+    return fixture(
+        "web_search_no_markers",
+        "A built-in search whose answer cites nothing (Z.AI's default search_prompt says to "
+        "answer without citing sources): the reply still lists the sources of web_search[].",
+        text,
+        talk,
+        content=answer,
+        stop_reason="completed",
+        rounds=1,
+        citations=[item["link"] for item in sources],
+    )
+
+
 def web_search_client_mode() -> Fixture:
     text = "// when is low tide in Nanaimo today?"
     talk = Conversation(text, web_tools=[*FUNCTION_TOOLS, CLIENT_SEARCH_TOOL])
@@ -303,6 +352,72 @@ def web_search_mcp_mode() -> Fixture:
         rounds=2,
         citations=[item["link"] for item in TRAM_RESULTS],
     )
+
+
+KING_TIDES_URL = "https://tides.example.ca/faq/king-tides"
+KING_TIDES_TITLE = "King tides: questions and answers"
+KING_TIDES_PAGE = (
+    "# King tides: questions and answers\n\nKing tides are the highest tides of the year. "
+    "They happen when the Moon is closest to the Earth during a new or full moon, and on this "
+    "coast they come in November, December and January, often in the morning."
+)
+KING_TIDES_ANSWER = (
+    "King tides are the year's highest tides, when a close Moon meets a new or full moon; "
+    "here they come from November to January, often in the morning [ref_1]."
+)
+
+
+def _reader_turn(mcp: bool) -> Fixture:
+    # Two questions: fixtures with the same first request would be ambiguous (0402).
+    if mcp:
+        text = f"// when do king tides happen, according to {KING_TIDES_URL}?"
+    else:
+        text = f"// what does {KING_TIDES_URL} say about when king tides happen?"
+    path = CODING_CHAT if mcp else Conversation(text).path
+    talk = Conversation(text, web_tools=[*FUNCTION_TOOLS, CLIENT_SEARCH_TOOL, READER_TOOL],
+                        path=path)  # fmt: skip
+    seed = "king-mcp" if mcp else "king"
+    first = completion(
+        f"{seed}-1",
+        "",
+        reasoning="The user gave a page; read it.",
+        calls=[call(seed, "read_url", {"url": KING_TIDES_URL}, 0)],
+        usage=(860, 30, 8),
+    )
+    mode = "mcp (auto on the coding endpoint)" if mcp else "client"
+    talk.exchange(first, note=f"WEB_SEARCH_MODE={mode}: a // message with a URL offers read_url")
+    if mcp:
+        found = talk.mcp_read(KING_TIDES_URL, KING_TIDES_TITLE, KING_TIDES_PAGE)
+    else:
+        found = talk.read(KING_TIDES_URL, KING_TIDES_TITLE, KING_TIDES_PAGE)
+    talk.run_tools(first, [found])
+    talk.exchange(
+        completion(
+            f"{seed}-2", KING_TIDES_ANSWER, reasoning="The page says it.", usage=(1200, 40, 5)
+        )
+    )
+    route = "the Web Reader MCP server's webReader tool" if mcp else "the Web Reader API"
+    return fixture(
+        "web_reader_mcp_mode" if mcp else "web_reader_client_mode",
+        f"WEB_SEARCH_MODE={mode}: a // message holding a URL offers read_url; the persona "
+        f"reads the page through {route} and cites it with its title and link.",
+        text,
+        talk,
+        persona="scout" if mcp else "scout-client",
+        endpoint="coding" if mcp else "general",
+        content=KING_TIDES_ANSWER.replace("[ref_1]", "[1]"),
+        stop_reason="completed",
+        rounds=2,
+        citations=[KING_TIDES_URL],
+    )
+
+
+def web_reader_client_mode() -> Fixture:
+    return _reader_turn(mcp=False)
+
+
+def web_reader_mcp_mode() -> Fixture:
+    return _reader_turn(mcp=True)
 
 
 def function_two_rounds() -> Fixture:
@@ -609,6 +724,40 @@ def reasoning_with_tools() -> Fixture:
     )
 
 
+def tool_stream_fragments() -> Fixture:
+    text = "// how many seconds are in a leap year?"
+    talk = Conversation(text, stream=True)
+    first = completion(
+        "leap-1",
+        "",
+        reasoning="366 days of 24 hours of 3600 seconds. Use the calculator.",
+        calls=[call("leap", "calculate", {"expression": "366 * 24 * 60 * 60"}, 0, stream=True)],
+        usage=(720, 44, 16),
+    )
+    talk.exchange(
+        first,
+        fragments=True,
+        note="tool_stream: the call's arguments arrive in fragments; id and name come first",
+    )
+    talk.run_tools(first)
+    final = "A leap year has 31,622,400 seconds (366 x 24 x 60 x 60)."
+    talk.exchange(
+        completion("leap-2", final, reasoning="The calculator says 31622400.", usage=(800, 30, 6)),
+        note="the request echoes the call with its arguments joined by index",
+    )
+    return fixture(
+        "tool_stream_fragments",
+        "A streamed call with tool_stream: true (GLM-4.6 and later): the function's arguments "
+        "come in fragments of one index, joined by the client before the tool runs.",
+        text,
+        talk,
+        content=final,
+        stop_reason="completed",
+        rounds=2,
+        citations=[],
+    )
+
+
 def envelope_wrapped() -> Fixture:
     text = "Say hello in French."
     talk = Conversation(text)
@@ -634,8 +783,11 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     web_search_nanaimo,
     web_search_nanaimo_stream,
     web_search_tool_calls,
+    web_search_no_markers,
     web_search_client_mode,
     web_search_mcp_mode,
+    web_reader_client_mode,
+    web_reader_mcp_mode,
     function_two_rounds,
     parallel_calls,
     sequential_rounds,
@@ -645,6 +797,7 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     content_filter,
     stream_broken,
     reasoning_with_tools,
+    tool_stream_fragments,
     envelope_wrapped,
     helper_percent,
     helper_convert,

@@ -13,10 +13,13 @@ from pydantic_core import to_json
 
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.persona import FORCED_ANSWER_INSTRUCTION
+from generic_framework.core.tooling import page_content
 from generic_framework.mock.fixture import Fixture
 from generic_framework.mock.sse import completion_to_events
 from generic_framework.tools import EXAMPLE_TOOLS, WebSearch, make_search_tool
+from generic_framework.tools.reader import PageRead, make_reader_tool
 from generic_framework.tools.search import compact_results
+from generic_framework.tools.web_search import DEFAULT_SEARCH_PROMPT
 from generic_framework.wire.messages import WebSearchResult
 
 MODEL = "glm-4.7"
@@ -31,12 +34,19 @@ SYSTEM = (
     "web sources, cite them."
 )
 SEARCH_TOOL = WebSearch(
-    mode="builtin", engine="search_pro_jina", count=5, recency="noLimit"
+    mode="builtin",
+    engine="search_pro_jina",
+    count=5,
+    recency="noLimit",
+    prompt=DEFAULT_SEARCH_PROMPT,
 ).to_wire()
 FUNCTION_TOOLS = [tool.to_wire() for tool in EXAMPLE_TOOLS.values()]
 CLIENT_SEARCH_TOOL = make_search_tool(
     lambda: _no_search, WebSearch(mode="client", count=5, recency="noLimit")
 ).to_wire()
+READER_TOOL = make_reader_tool(lambda: _no_search).to_wire()
+READER = "/api/paas/v4/reader"
+MCP_READER = "/api/mcp/web_reader/mcp"
 CREATED = 1767950000
 
 
@@ -166,6 +176,8 @@ class Conversation:
         body: dict[str, Any] = {"model": MODEL, "messages": messages, "stream": self.stream}
         if tools and self.tools:
             body["tools"] = copy.deepcopy(self.tools)
+            if self.stream and any(tool["type"] == "function" for tool in self.tools):
+                body["tool_stream"] = True  # the model takes it (docs/design/0318)
         return {"method": "POST", "path": self.path, "body": body}
 
     def search(self, query: str, results: list[dict[str, Any]]) -> str:
@@ -223,6 +235,50 @@ class Conversation:
         )
         return to_json(compact_results(labelled)).decode()
 
+    def read(self, url: str, title: str, content: str, *, path: str = READER) -> str:
+        """Record a Web Reader API exchange; return the tool message the persona sends."""
+        request = {"url": url, "return_format": "markdown", "retain_images": False}
+        answer = {
+            "id": _completion_id(url),
+            "created": CREATED,
+            "request_id": _completion_id(url),
+            "reader_result": {"content": content, "title": title, "url": url,
+                              "description": "", "metadata": {}},
+        }  # fmt: skip
+        self.exchanges.append(
+            {
+                "request": {"method": "POST", "path": path, "body": request},
+                "response": {"status": 200, "headers": JSON_HEADERS, "body": answer},
+                "note": "read_url in client mode calls the Web Reader API",
+            }
+        )
+        return page_content(PageRead(url=url, title=title, content=content), CitationBook())
+
+    def mcp_read(self, url: str, title: str, content: str, *, rpc_id: int = 2) -> str:
+        """Record a Web Reader MCP ``tools/call`` of ``webReader``; its text is a JSON object
+        with the page's title, content and url (the shape is not documented: ours)."""
+        page = {"title": title, "url": url, "content": content}
+        call_body = {
+            "jsonrpc": "2.0",
+            "id": rpc_id,
+            "method": "tools/call",
+            "params": {"name": "webReader", "arguments": {"url": url}},
+        }
+        text = json.dumps(page, ensure_ascii=False)
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+        self.exchanges.append(
+            {
+                "request": {"method": "POST", "path": MCP_READER, "body": call_body},
+                "response": {
+                    "status": 200,
+                    "headers": JSON_HEADERS,
+                    "body": {"jsonrpc": "2.0", "id": rpc_id, "result": result},
+                },
+                "note": "read_url in mcp mode calls the Web Reader MCP server's webReader",
+            }
+        )
+        return page_content(PageRead(url=url, title=title, content=content), CitationBook())
+
     def exchange(
         self,
         answer: dict[str, Any],
@@ -232,15 +288,17 @@ class Conversation:
         forced: bool = False,
         faults: list[dict[str, Any]] | None = None,
         note: str = "",
+        fragments: bool = False,
     ) -> None:
-        """Record one request (the conversation so far) and its answer."""
+        """Record one request (the conversation so far) and its answer (streamed with each
+        call's arguments in pieces with ``fragments``, as ``tool_stream`` sends them)."""
         streamed = self.stream and status == 200
         response: dict[str, Any] = {
             "status": status,
             "headers": SSE_HEADERS if streamed else JSON_HEADERS,
         }
         if streamed:
-            response["events"] = completion_to_events(answer)
+            response["events"] = completion_to_events(answer, tool_stream=fragments)
         else:
             response["body"] = answer
         entry: dict[str, Any] = {

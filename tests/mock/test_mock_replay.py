@@ -46,6 +46,7 @@ async def test_every_bundled_fixture_replays_through_the_real_persona(
     assert {r.fixture: r.problems for r in results if not r.ok} == {}
     sources = {r.fixture: r.persona for r in results}
     assert sources.pop("web_search_client_mode") == "fixture"  # no persona file of that name
+    assert sources.pop("web_reader_client_mode") == "fixture"
     assert set(sources.values()) == {personas}
     by_name = {r.fixture: r for r in results}
     assert by_name["sequential_rounds"].rounds == 4

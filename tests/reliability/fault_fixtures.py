@@ -269,7 +269,7 @@ def _cases() -> list[Case]:
         Case("illegal_messages_1214", "400 / 1214 (messages illegal)",
              failing("BadRequestError", "1214", _http(400, "1214")), 1),
         Case("prompt_too_long_1261", "400 / 1261 (prompt too long)",
-             failing("BadRequestError", "1261", _http(400, "1261")), 1),
+             failing("ContextTooLongError", "1261", _http(400, "1261")), 1),
         Case("unsafe_content_1301", "400 / 1301 (content filter)", _content_filter, 1,
              service=True),
         Case("server_error_500", "500 / 500 on every attempt",
