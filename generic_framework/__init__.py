@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "MCPFailure": "generic_framework.mcp_tools.connection",
     "MCPServerSpec": "generic_framework.mcp_tools.spec",
     "NotFoundError": "generic_framework.wire.errors",
+    "OutputSchemaError": "generic_framework.errors",
     "Persona": "generic_framework.core.persona",
     "PersonaEvent": "generic_framework.core.events",
     "PersonaSpec": "generic_framework.core.spec",
@@ -53,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "StopReason": "generic_framework.core.reply",
     "StoreUnavailableError": "generic_framework.errors",
     "TextDelta": "generic_framework.core.events",
+    "TurnOptions": "generic_framework.core.options",
     "ToolCallInfo": "generic_framework.core.reply",
     "ToolError": "generic_framework.tools.base",
     "ToolFinished": "generic_framework.core.events",
@@ -80,6 +82,7 @@ if TYPE_CHECKING:
     from generic_framework.core.events import ToolFinished as ToolFinished
     from generic_framework.core.loader import load_persona as load_persona
     from generic_framework.core.loader import load_personas as load_personas
+    from generic_framework.core.options import TurnOptions as TurnOptions
     from generic_framework.core.persona import Persona as Persona
     from generic_framework.core.reply import Citation as Citation
     from generic_framework.core.reply import Reply as Reply
@@ -90,6 +93,7 @@ if TYPE_CHECKING:
     from generic_framework.core.spec import PersonaSpec as PersonaSpec
     from generic_framework.errors import ConfigError as ConfigError
     from generic_framework.errors import GLMError as GLMError
+    from generic_framework.errors import OutputSchemaError as OutputSchemaError
     from generic_framework.errors import StoreUnavailableError as StoreUnavailableError
     from generic_framework.errors import ToolLoopError as ToolLoopError
     from generic_framework.mcp_tools.connection import MCPFailure as MCPFailure

@@ -18,8 +18,16 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from time import perf_counter
+from typing import Any
 
 from generic_framework.core.events import PersonaEvent, RoundStarted, TextDelta, ToolFinished
+from generic_framework.core.options import (
+    NO_OPTIONS,
+    check_output,
+    correction_messages,
+    is_function_call,
+    with_content,
+)
 from generic_framework.core.reply import Reply, ToolResult
 from generic_framework.core.spec import ResolvedSpec
 from generic_framework.core.tooling import (
@@ -30,7 +38,7 @@ from generic_framework.core.tooling import (
     tool_result,
 )
 from generic_framework.core.turn import Turn
-from generic_framework.errors import ToolLoopError
+from generic_framework.errors import OutputSchemaError, ToolLoopError
 from generic_framework.wire.errors import ContentFilterError
 from generic_framework.wire.messages import (
     AssistantMessage,
@@ -166,28 +174,89 @@ class TurnEngine:
             request = self._request_for(turn, tools=offer, forced=forced)
             completion = None
             try:
-                if stream:
-                    async with aclosing(self._streamed(turn, request)) as items:
-                        async for item in items:
-                            if isinstance(item, TextDelta):
-                                yield item
-                            else:
-                                completion = item
-                else:  # nothing to pass on before the completion: one await
-                    completion = await self._complete(turn, request)
+                async with aclosing(self._call(turn, request, stream)) as items:
+                    async for item in items:
+                        if isinstance(item, TextDelta):
+                            yield item
+                        else:
+                            completion = item
             except ContentFilterError as exc:
                 yield self._filtered(turn, exc)
                 return
             if completion is None:
                 raise ToolLoopError("the model call returned no completion")
             step = next_step(completion, tools_offered=bool(offer))
+            if isinstance(step, RunTools) and (handed := self._hand_back(turn, step, started)):
+                yield handed
+                return
             if isinstance(step, Finish):
-                yield self._finish(turn, step, started, forced=forced)
+                if turn.options.json_schema is not None:
+                    step = await self._checked_output(turn, step, started, stream)
+                end = self._finish(turn, step, started, forced=forced)
+                if turn.holds_text and stream:  # the validated answer, shown at last
+                    yield TextDelta(end.reply.content)
+                yield end
                 return
             async with aclosing(self._run_tools(turn, number, step, started)) as events:
                 async for event in events:
                     yield event
         raise ToolLoopError(f"the loop ran past its cap of {cap} tool rounds")
+
+    async def _call(
+        self, turn: Turn, request: ChatRequest, stream: bool
+    ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
+        """Step 2: one model call in the turn's mode; its text (unless the turn holds it until
+        it is validated), then its completion."""
+        if not stream:  # nothing to pass on before the completion: one await
+            yield await self._complete(turn, request)
+            return
+        async with aclosing(self._streamed(turn, request)) as items:
+            async for item in items:
+                if not (isinstance(item, TextDelta) and turn.holds_text):
+                    yield item
+
+    def _hand_back(self, turn: Turn, step: RunTools, started: float) -> TurnEnd | None:
+        """The caller's tools were called: the turn ends with the calls, for the caller to run
+        (:class:`~generic_framework.core.options.TurnOptions` ``client_tools``). None when the
+        turn offers no caller tools or the round called none of them."""
+        if not turn.options.client_tools:
+            return None
+        calls = [c for c in step.message.tool_calls or () if is_function_call(c)]
+        if not calls:
+            return None
+        turn.record_round(step.completion, started, most=self._most)
+        reply = turn.hand_back(step.completion, calls, model=self.spec.model)
+        return TurnEnd(reply, store=False)
+
+    async def _checked_output(
+        self, turn: Turn, step: Finish, started: float, stream: bool
+    ) -> Finish:
+        """The answer checked against the caller's JSON schema: one corrective call when it
+        does not match, then :class:`~generic_framework.errors.OutputSchemaError`."""
+        output = turn.options.json_schema
+        assert output is not None
+        text = step.completion.message.content or ""
+        problem, value = check_output(text, output)
+        if problem is None:
+            return Finish(with_content(step.completion, value))
+        turn.record_round(step.completion, started, most=self._most)
+        turn.correction = correction_messages(text, problem)
+        request = self._request_for(turn, tools=None, forced=False)
+        completion = None
+        async with aclosing(self._call(turn, request, stream)) as items:
+            async for item in items:
+                if isinstance(item, ChatCompletion):
+                    completion = item
+        if completion is None:
+            raise ToolLoopError("the model call returned no completion")
+        turn.correction = []
+        problem, value = check_output(completion.message.content or "", output)
+        if problem is not None:
+            raise OutputSchemaError(
+                f"the model's answer does not match the JSON schema {output.name!r}, "
+                f"even after one corrective call: {problem}"
+            )
+        return Finish(with_content(completion, value))
 
     async def _run_tools(
         self, turn: Turn, number: int, step: RunTools, started: float
@@ -238,12 +307,18 @@ class TurnEngine:
         tools for a plain message unless ``tools_always``. ``forced`` appends the instruction
         to answer now; it is sent once and never stored.
         """
-        messages = [*turn.prefix, *turn.new]
+        messages = [*turn.prefix, *turn.new, *turn.correction]
         if forced:
             messages.append(self._forced)
         # A shallow copy of the per-persona template: the messages are already validated wire
         # models, so nothing is re-validated or deep-copied per round.
-        return self._request.model_copy(update={"messages": messages, "tools": tools})
+        update: dict[str, Any] = {"messages": messages, "tools": tools}
+        options = turn.options
+        if options is not NO_OPTIONS:
+            update.update(options.request_fields())
+            if tools and options.tool_choice is not None:
+                update["tool_choice"] = options.tool_choice
+        return self._request.model_copy(update=update)
 
     async def _complete(self, turn: Turn, request: ChatRequest) -> ChatCompletion:
         """Step 2 of ``respond()``: :meth:`_call_llm` not streamed, its completion counted."""
