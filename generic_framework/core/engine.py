@@ -162,7 +162,8 @@ class TurnEngine:
            counts its tool calls and searches), go back to 1.
         5. :class:`Finish`: empty text becomes ``final_answer_fallback``, ``[ref_N]`` markers
            become ``[n]``, ``stop_reason`` is ``length``, ``max_rounds`` (the forced call
-           answered) or ``completed``; the turn ends to be stored.
+           answered) or ``completed``; the turn ends to be stored. Calls of the caller's own
+           tools end the turn too, with the calls (:meth:`_end`).
 
         A :class:`ContentFilterError` ends the turn with ``stop_reason content_filter`` and a
         notice, not stored; other errors propagate. At most ``max_tool_rounds + 1`` calls.
@@ -186,20 +187,15 @@ class TurnEngine:
             if completion is None:
                 raise ToolLoopError("the model call returned no completion")
             step = next_step(completion, tools_offered=bool(offer))
-            if isinstance(step, RunTools) and (handed := self._hand_back(turn, step, started)):
-                yield handed
-                return
-            if isinstance(step, Finish):
-                if turn.options.json_schema is not None:
-                    step = await self._checked_output(turn, step, started, stream)
-                end = self._finish(turn, step, started, forced=forced)
-                if turn.holds_text and stream:  # the validated answer, shown at last
-                    yield TextDelta(end.reply.content)
-                yield end
-                return
-            async with aclosing(self._run_tools(turn, number, step, started)) as events:
-                async for event in events:
-                    yield event
+            if isinstance(step, RunTools) and not self._hands_back(turn, step):
+                async with aclosing(self._run_tools(turn, number, step, started)) as events:
+                    async for event in events:
+                        yield event
+                continue
+            async with aclosing(self._end(turn, step, started, forced, stream)) as ending:
+                async for last in ending:
+                    yield last
+            return
         raise ToolLoopError(f"the loop ran past its cap of {cap} tool rounds")
 
     async def _call(
@@ -215,18 +211,33 @@ class TurnEngine:
                 if not (isinstance(item, TextDelta) and turn.holds_text):
                     yield item
 
-    def _hand_back(self, turn: Turn, step: RunTools, started: float) -> TurnEnd | None:
-        """The caller's tools were called: the turn ends with the calls, for the caller to run
-        (:class:`~generic_framework.core.options.TurnOptions` ``client_tools``). None when the
-        turn offers no caller tools or the round called none of them."""
-        if not turn.options.client_tools:
-            return None
-        calls = [c for c in step.message.tool_calls or () if is_function_call(c)]
-        if not calls:
-            return None
-        turn.record_round(step.completion, started, most=self._most)
-        reply = turn.hand_back(step.completion, calls, model=self.spec.model)
-        return TurnEnd(reply, store=False)
+    @staticmethod
+    def _hands_back(turn: Turn, step: RunTools) -> bool:
+        """Whether the round's calls are the caller's to run
+        (:class:`~generic_framework.core.options.TurnOptions` ``client_tools``)."""
+        calls = step.message.tool_calls or ()
+        return bool(turn.options.client_tools) and any(is_function_call(c) for c in calls)
+
+    async def _end(
+        self, turn: Turn, step: RunTools | Finish, started: float, forced: bool, stream: bool
+    ) -> AsyncGenerator[TextDelta | TurnEnd, None]:
+        """Step 5, or the caller's tools called: the turn's last items.
+
+        :class:`RunTools` here: the turn ends with the caller's calls, for the caller to run
+        (nothing stored). :class:`Finish`: the answer (checked against the caller's JSON schema
+        first, when there is one, and then shown at once if it was held back), to be stored.
+        """
+        if isinstance(step, RunTools):
+            calls = [c for c in step.message.tool_calls or () if is_function_call(c)]
+            turn.record_round(step.completion, started, most=self._most)
+            yield TurnEnd(turn.hand_back(step.completion, calls, model=self.spec.model), False)
+            return
+        if turn.options.json_schema is not None:
+            step = await self._checked_output(turn, step, started, stream)
+        end = self._finish(turn, step, started, forced=forced)
+        if turn.holds_text and stream:  # the validated answer, shown at last
+            yield TextDelta(end.reply.content)
+        yield end
 
     async def _checked_output(
         self, turn: Turn, step: Finish, started: float, stream: bool

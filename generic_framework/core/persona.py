@@ -366,6 +366,25 @@ class Persona(TurnEngine):
 
     # ------------------------------------------------------------------ the turn
 
+    def _checked(
+        self,
+        text: str,
+        conversation_id: str | None,
+        history: Sequence[HistoryItem] | None,
+        options: TurnOptions,
+    ) -> ForeignHistory:
+        """The turn's arguments checked (see :meth:`respond`), and the caller's history."""
+        # Checked before anything is sent: a turn the store would refuse must not be paid for.
+        check_text(text)
+        if conversation_id is not None:
+            check_conversation_id(conversation_id)
+            if options.client_tools or options.continuation:
+                raise ValueError(
+                    "a stored conversation cannot hold the caller's tool rounds: send the "
+                    "caller's tools (and their results) without conversation_id"
+                )
+        return self._foreign(conversation_id, history)
+
     def _foreign(
         self, conversation_id: str | None, history: Sequence[HistoryItem] | None
     ) -> ForeignHistory:
@@ -394,27 +413,14 @@ class Persona(TurnEngine):
         stream: bool,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Parse the message, run the loop under the conversation's lock, store, then Done."""
-        # Checked before anything is sent: a turn the store would refuse must not be paid for.
-        check_text(text)
-        if conversation_id is not None:
-            check_conversation_id(conversation_id)
         options = options or NO_OPTIONS
-        if conversation_id is not None and (options.client_tools or options.continuation):
-            raise ValueError(
-                "a stored conversation cannot hold the caller's tool rounds: send the caller's "
-                "tools (and their results) without conversation_id"
-            )
-        foreign = self._foreign(conversation_id, history)
+        foreign = self._checked(text, conversation_id, history, options)
         query, plan = self._parse(text)
         if not query:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
             yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
             return
-        web = plan is self._web_plan
-        if options.client_tools:
-            plan = self._client_plan(options, web=web)
-        else:
-            plan = await self._with_mcp_tools(plan, web=web)
+        plan = await self._turn_plan(plan, options)
         end: TurnEnd | None = None
         watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
         try:
@@ -441,6 +447,13 @@ class Persona(TurnEngine):
         if end is not None:
             watch.finished(end.reply.stop_reason)
             yield Done(end.reply)
+
+    async def _turn_plan(self, plan: ToolPlan, options: TurnOptions) -> ToolPlan:
+        """The plan of the turn: the caller's tools, or the persona's with its MCP tools."""
+        web = plan is self._web_plan
+        if options.client_tools:
+            return self._client_plan(options, web=web)
+        return await self._with_mcp_tools(plan, web=web)
 
     def _client_plan(self, options: TurnOptions, *, web: bool) -> ToolPlan:
         """The plan of a turn with the caller's tools: those, beside the built-in web search

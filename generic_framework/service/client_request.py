@@ -225,11 +225,8 @@ def client_turn(
     question = _question_index(messages)
     text = last_user_text(messages[: question + 1], max_chars)
     continuation = _continuation(messages, question + 1)
-    pinned = _Pinned(pins)
-    tools = pinned.get("tools", _tools(body, max_tool_rounds) or None)
-    fmt = pinned.get("response_format", body.response_format)
-    json_object, json_schema = _output(body) if fmt is not None else (False, None)
-    if body.conversation_id is not None and (tools or continuation):
+    options = _options(body, _Pinned(pins), max_tool_rounds, continuation)
+    if body.conversation_id is not None and (options.client_tools or continuation):
         raise _refuse(
             "conversation_id",
             "a stored conversation cannot hold the client's tool rounds; send the client's "
@@ -238,9 +235,25 @@ def client_turn(
     history = None
     if body.conversation_id is None:
         history = earlier_messages(messages[: question + 1], max_chars, allow_system=allow_system)
+    include = bool(body.stream_options and body.stream_options.include_usage)
+    return ClientTurn(
+        text, history, NO_OPTIONS if options == NO_OPTIONS else options, include_usage=include
+    )
+
+
+def _options(
+    body: ChatCompletionRequest,
+    pinned: _Pinned,
+    max_tool_rounds: int | None,
+    continuation: tuple[AssistantMessage | ToolMessage, ...],
+) -> TurnOptions:
+    """The client's parameters as :class:`TurnOptions`, as the persona's pins allow them."""
+    tools = pinned.get("tools", _tools(body, max_tool_rounds) or None) or ()
+    fmt = pinned.get("response_format", body.response_format)
+    json_object, json_schema = _output(body) if fmt is not None else (False, None)
     stop = pinned.get("stop", body.stop)
     user = pinned.get("user", body.user)
-    options = TurnOptions(
+    return TurnOptions(
         temperature=pinned.get("temperature", body.temperature),
         top_p=pinned.get("top_p", body.top_p),
         max_tokens=pinned.get(
@@ -248,18 +261,11 @@ def client_turn(
             _max_tokens(body),
             pin="max_tokens",
         ),
-        stop=(stop if isinstance(stop, str) else (stop[0] if stop else None)),
+        stop=stop if isinstance(stop, str) else (stop[0] if stop else None),
         user_id=user_pseudonym(user) if user else None,
         json_object=json_object,
         json_schema=json_schema,
-        client_tools=tools or (),
+        client_tools=tools,
         tool_choice="auto" if tools and body.tool_choice == "auto" else None,
         continuation=continuation,
-    )
-    include = bool(body.stream_options and body.stream_options.include_usage)
-    return ClientTurn(
-        text,
-        history,
-        NO_OPTIONS if options == NO_OPTIONS else options,
-        include_usage=include,
     )

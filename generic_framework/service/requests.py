@@ -93,8 +93,9 @@ def earlier_messages(
 
     The service's own "Sources:" footer is removed from assistant messages (the model is sent
     its earlier answers as a stored history holds them). Each user and system message must fit
-    ``max_chars`` (BOT_MAX_MESSAGE_CHARS), like the last one; assistant messages (the model's own answers) and the number of messages are not
-    limited here: the body limit bounds them, and the persona keeps the last HISTORY_TURNS.
+    ``max_chars`` (BOT_MAX_MESSAGE_CHARS), like the last one; assistant messages (the model's
+    own answers) and the number of messages are not limited here: the body limit bounds them,
+    and the persona keeps the last HISTORY_TURNS.
 
     Raises:
         ServiceError: 400 naming ``messages[i]``: invalid content, a message too long, or
