@@ -9,7 +9,7 @@ the one rule of :mod:`generic_framework.limits` (``CONVERSATION_ID_PATTERN`` is 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     StrictBool,
+    WithJsonSchema,
     field_validator,
     model_serializer,
 )
@@ -74,6 +75,25 @@ FinishReason = Literal["stop", "length", "content_filter", "tool_calls"]
 
 MAX_OUTPUT_TOKENS = 131072
 """The largest ``max_tokens`` Z.AI documents (docs/protocol.md §2.1)."""
+
+
+def _schema(document: dict[str, Any]) -> WithJsonSchema:
+    return WithJsonSchema(document)
+
+
+def _one_of(*values: Any) -> dict[str, Any]:
+    """A nullable field whose only accepted value is one of ``values``."""
+    return {"enum": [*values, None]}
+
+
+_STOP: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "minLength": 1},
+        {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 1},
+        {"type": "null"},
+    ]
+}
+_NO_BIAS: dict[str, Any] = {"anyOf": [{"type": "object", "maxProperties": 0}, {"type": "null"}]}
 
 
 def _refused(kind: str, message: str) -> PydanticCustomError:
@@ -160,19 +180,20 @@ class ChatCompletionRequest(BaseModel):
     top_p: float | None = Field(default=None, ge=0.01, le=1.0)
     max_tokens: int | None = Field(default=None, ge=1, le=MAX_OUTPUT_TOKENS)
     max_completion_tokens: int | None = Field(default=None, ge=1, le=MAX_OUTPUT_TOKENS)
-    stop: str | list[str] | None = None
+    stop: Annotated[str | list[str] | None, _schema(_STOP)] = None
     response_format: ResponseFormatIn | None = None
     stream_options: StreamOptionsIn | None = None
     user: str | None = Field(default=None, max_length=256)
     tools: list[ToolIn] | None = Field(default=None, max_length=128)
-    tool_choice: str | dict[str, Any] | None = None
+    tool_choice: Annotated[str | dict[str, Any] | None, _schema(_one_of("auto", "none"))] = None
     # Accepted when harmless (README lists them); refused when they would change the answer.
-    n: int | None = None
-    logprobs: StrictBool | None = None
-    top_logprobs: int | None = None
-    presence_penalty: float | None = None
-    frequency_penalty: float | None = None
-    logit_bias: dict[str, Any] | None = None
+    # The document gives only the accepted values; the validators say why another is refused.
+    n: Annotated[int | None, _schema(_one_of(1))] = None
+    logprobs: Annotated[StrictBool | None, _schema(_one_of(False))] = None
+    top_logprobs: Annotated[int | None, _schema(_one_of(0))] = None
+    presence_penalty: Annotated[float | None, _schema(_one_of(0))] = None
+    frequency_penalty: Annotated[float | None, _schema(_one_of(0))] = None
+    logit_bias: Annotated[dict[str, Any] | None, _schema(_NO_BIAS)] = None
     parallel_tool_calls: StrictBool | None = None
     store: StrictBool | None = None
     metadata: dict[str, Any] | None = None
