@@ -133,14 +133,7 @@ def _paths() -> dict[str, Any]:
             "get": _op(
                 "One persona, as a model",
                 {"200": _ok(ModelOut), **_errors(401, 404)},
-                parameters=[
-                    {
-                        "name": "model",
-                        "in": "path",
-                        "required": True,
-                        "schema": {"type": "string", "pattern": PERSONA_NAME_PATTERN},
-                    }
-                ],
+                parameters=[_MODEL_ID],
             )
         },
         "/v1/bot": {
@@ -183,6 +176,15 @@ _PAGE = [
     },
 ]
 """The query parameters of ``GET /v1/conversations``."""
+
+
+_MODEL_ID = {
+    "name": "model",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": PERSONA_NAME_PATTERN},
+}
+"""The path parameter of ``GET /v1/models/{model}``: a persona name."""
 
 
 def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
