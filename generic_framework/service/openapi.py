@@ -126,16 +126,7 @@ def _paths() -> dict[str, Any]:
                 },
             )
         },
-        "/v1/models": {
-            "get": _op("The personas, as models", {"200": _ok(ModelListOut), **_errors(401)})
-        },
-        "/v1/models/{model}": {
-            "get": _op(
-                "One persona, as a model",
-                {"200": _ok(ModelOut), **_errors(401, 404)},
-                parameters=[_MODEL_ID],
-            )
-        },
+        **_model_paths(),
         "/v1/bot": {
             "get": _op(
                 "Offline (the embedded mock answers), the persona to offer first, and offline "
@@ -185,6 +176,21 @@ _MODEL_ID = {
     "schema": {"type": "string", "pattern": PERSONA_NAME_PATTERN},
 }
 """The path parameter of ``GET /v1/models/{model}``: a persona name."""
+
+
+def _model_paths() -> dict[str, Any]:
+    return {
+        "/v1/models": {
+            "get": _op("The personas, as models", {"200": _ok(ModelListOut), **_errors(401)})
+        },
+        "/v1/models/{model}": {
+            "get": _op(
+                "One persona, as a model",
+                {"200": _ok(ModelOut), **_errors(401, 404)},
+                parameters=[_MODEL_ID],
+            )
+        },
+    }
 
 
 def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
