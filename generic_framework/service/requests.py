@@ -94,7 +94,8 @@ def earlier_messages(
     The service's own "Sources:" footer is removed from assistant messages (the model is sent
     its earlier answers as a stored history holds them). Each user and system message must fit
     ``max_chars`` (BOT_MAX_MESSAGE_CHARS), like the last one; assistant messages (the model's
-    own answers) and the number of messages are not limited here: the body limit bounds them,
+    own answers), tool results (the client's tools', dropped from the history) and the number
+    of messages are not limited here: the body limit bounds them,
     and the persona keeps the last HISTORY_TURNS.
 
     Raises:
@@ -107,7 +108,7 @@ def earlier_messages(
     except ValueError as exc:
         raise ServiceError(400, str(exc), param="messages", code="invalid_message") from None
     for index, message in enumerate(messages[:-1]):
-        if message.role != "assistant":
+        if message.role not in ("assistant", "tool"):
             where = f"messages[{index}]"
             _check_length(content_text(message.content, where), max_chars, where, param="messages")
     if foreign.system and not allow_system:

@@ -522,3 +522,25 @@ async def test_a_client_history_is_sent_as_the_stored_history_is(
     assert completion.choices[0].message.content == "Sunny."
     assert report["unmatched_requests"] == []
     assert report["fixtures"][0]["served"] == [1]
+
+
+async def test_an_earlier_client_tool_round_is_no_part_of_the_history(
+    tmp_path: Path, connect: Connect
+) -> None:
+    big = {**RESULT, "content": "x" * 50_000}  # over BOT_MAX_MESSAGE_CHARS: a tool's output
+    found = fixture("plain", [([QUESTION], answer_body(ANSWER))])
+    async with MockServer([found]) as mock:
+        client, upstream = connect(mock, persona_file(tmp_path / "p"))
+        completion = await client.chat.completions.create(
+            model="tutor",
+            messages=[
+                {"role": "user", "content": "Weather yesterday?"},
+                CALL_MESSAGE,
+                big,
+                {"role": "assistant", "content": "It rained."},
+                QUESTION,
+            ],  # type: ignore[list-item]
+        )
+    assert completion.choices[0].message.content == ANSWER
+    roles = [m["role"] for m in upstream.bodies[0]["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]
