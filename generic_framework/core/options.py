@@ -56,6 +56,9 @@ __all__ = [
 ]
 
 
+_RANGES = (("temperature", 0.0, 1.0), ("top_p", 0.01, 1.0), ("max_tokens", 1, 131072))
+
+
 @dataclass(frozen=True, slots=True)
 class JsonSchemaFormat:
     """An output format: one JSON value that validates against ``schema``.
@@ -83,6 +86,21 @@ class TurnOptions:
     client_tools: tuple[FunctionToolSpec, ...] = ()
     tool_choice: str | None = None
     continuation: tuple[AssistantMessage | ToolMessage, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        """Z.AI's ranges (docs/protocol.md §2.1), checked before anything is sent.
+
+        Raises:
+            ValueError: naming the option and its range.
+        """
+        for name, low, high in _RANGES:
+            value = getattr(self, name)
+            if value is not None and not low <= value <= high:
+                raise ValueError(f"{name} must be from {low} to {high} (got {value!r})")
+        if self.stop is not None and not self.stop:
+            raise ValueError("stop must not be empty")
+        if self.tool_choice not in (None, "auto"):
+            raise ValueError("tool_choice must be 'auto' (the only choice Z.AI documents)")
 
     def request_fields(self) -> dict[str, Any]:
         """The :class:`~generic_framework.wire.messages.ChatRequest` fields these options set."""

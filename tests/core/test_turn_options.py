@@ -176,3 +176,18 @@ def test_a_persona_file_pins_only_known_parameters() -> None:
         PersonaSpec.build(name="t", system_prompt="p", client_parameters={"seed": "ignore"})
     with pytest.raises(ConfigError, match="client_parameters"):
         PersonaSpec.build(name="t", system_prompt="p", client_parameters={"top_p": "maybe"})
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        ({"temperature": 1.5}, "temperature"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"stop": ""}, "stop"),
+        ({"tool_choice": "required"}, "tool_choice"),
+    ],
+)
+def test_options_outside_zais_ranges_are_refused(values: dict[str, Any], named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        TurnOptions(**values)
