@@ -102,8 +102,9 @@ def _agents_model(http: httpx.AsyncClient) -> Any:
     return agents.OpenAIChatCompletionsModel(model="tutor", openai_client=client)
 
 
+@pytest.mark.parametrize("streamed", [False, True])
 async def test_openai_agents_runs_its_own_tool_and_the_model_reads_the_result(
-    serve: Serve,
+    serve: Serve, streamed: bool
 ) -> None:
     ran: list[str] = []
 
@@ -120,10 +121,16 @@ async def test_openai_agents_runs_its_own_tool_and_the_model_reads_the_result(
             tools=[get_weather],
             model=_agents_model(serve(mock)),
         )
-        result = await agents.Runner.run(agent, QUESTION["content"])
+        if streamed:
+            run = agents.Runner.run_streamed(agent, QUESTION["content"])
+            async for _ in run.stream_events():
+                pass
+            final = run.final_output
+        else:
+            final = (await agents.Runner.run(agent, QUESTION["content"])).final_output
         report = mock.report()
     assert ran == ["Nanaimo"]
-    assert result.final_output == ANSWER
+    assert final == ANSWER
     # Exchange 2 answers only a request that carries the tool's result after its call.
     assert report["fixtures"][0]["served"] == [1, 1]
     assert report["unmatched_requests"] == []
@@ -180,9 +187,15 @@ async def test_langchain_bind_tools_gets_the_call(serve: Serve) -> None:
     async with MockServer([_tool_round_fixture()]) as mock:
         chat = _chat_openai(serve(mock)).bind_tools([get_weather])
         message = await chat.ainvoke(QUESTION["content"])
-    assert message.tool_calls == [
+        chunks = [chunk async for chunk in chat.astream(QUESTION["content"])]
+    expected = [
         {"name": "get_weather", "args": {"city": "Nanaimo"}, "id": CALL_ID, "type": "tool_call"}
     ]
+    assert message.tool_calls == expected
+    whole = chunks[0]
+    for chunk in chunks[1:]:
+        whole += chunk
+    assert whole.tool_calls == expected
 
 
 def _llm(home: Path, *args: str) -> str:
