@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "MCPFailure": "generic_framework.mcp_tools.connection",
     "MCPServerSpec": "generic_framework.mcp_tools.spec",
     "NotFoundError": "generic_framework.wire.errors",
+    "OutputSchemaError": "generic_framework.errors",
     "Persona": "generic_framework.core.persona",
     "PersonaEvent": "generic_framework.core.events",
     "PersonaSpec": "generic_framework.core.spec",
@@ -59,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "ToolFinished": "generic_framework.core.events",
     "ToolLoopError": "generic_framework.errors",
     "ToolResult": "generic_framework.core.reply",
+    "TurnOptions": "generic_framework.core.options",
     "UpstreamBusyError": "generic_framework.wire.errors",
     "WebSearch": "generic_framework.tools",
     "load_dotenv": "generic_framework.config",
@@ -81,6 +83,7 @@ if TYPE_CHECKING:
     from generic_framework.core.events import ToolFinished as ToolFinished
     from generic_framework.core.loader import load_persona as load_persona
     from generic_framework.core.loader import load_personas as load_personas
+    from generic_framework.core.options import TurnOptions as TurnOptions
     from generic_framework.core.persona import Persona as Persona
     from generic_framework.core.reply import Citation as Citation
     from generic_framework.core.reply import Reply as Reply
@@ -91,6 +94,7 @@ if TYPE_CHECKING:
     from generic_framework.core.spec import PersonaSpec as PersonaSpec
     from generic_framework.errors import ConfigError as ConfigError
     from generic_framework.errors import GLMError as GLMError
+    from generic_framework.errors import OutputSchemaError as OutputSchemaError
     from generic_framework.errors import StoreUnavailableError as StoreUnavailableError
     from generic_framework.errors import ToolLoopError as ToolLoopError
     from generic_framework.mcp_tools.connection import MCPFailure as MCPFailure

@@ -21,7 +21,9 @@ Split by whose fault it is::
     │   └── ResponseValidationError      Z.AI (or a proxy) answered with a body we cannot parse
     ├── StoreUnavailableError            the conversation database (DATABASE_URL) cannot be
     │                                    reached or dropped the connection: retried, then 503
-    └── ToolLoopError                    a bug inside the tool loop, never the model's fault
+    ├── ToolLoopError                    a bug inside the tool loop, never the model's fault
+    └── OutputSchemaError                the model's answer did not match the JSON schema asked
+                                         for, even after one corrective call
 
 Every instance carries ``status_code``, ``code`` (the Z.AI business code as a string),
 ``message``, ``request_id`` and ``retryable``. No ``str()`` or ``repr()`` ever holds the API key:
@@ -38,7 +40,13 @@ from __future__ import annotations
 
 from generic_framework.redaction import redact
 
-__all__ = ["ConfigError", "GLMError", "StoreUnavailableError", "ToolLoopError"]
+__all__ = [
+    "ConfigError",
+    "GLMError",
+    "OutputSchemaError",
+    "StoreUnavailableError",
+    "ToolLoopError",
+]
 
 
 class GLMError(Exception):
@@ -105,3 +113,9 @@ class StoreUnavailableError(GLMError):
     """
 
     retryable_default = True
+
+
+class OutputSchemaError(GLMError):
+    """The model's final answer was not JSON that validates against the schema the caller asked
+    for (``response_format`` ``json_schema``), twice: once, then after one corrective call. The
+    message says what did not match."""

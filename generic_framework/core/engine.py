@@ -18,8 +18,16 @@ from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
 from time import perf_counter
+from typing import Any
 
 from generic_framework.core.events import PersonaEvent, RoundStarted, TextDelta, ToolFinished
+from generic_framework.core.options import (
+    NO_OPTIONS,
+    check_output,
+    correction_messages,
+    is_function_call,
+    with_content,
+)
 from generic_framework.core.overflow import drop_oldest_turns
 from generic_framework.core.reply import Reply, ToolResult
 from generic_framework.core.spec import ResolvedSpec
@@ -31,7 +39,7 @@ from generic_framework.core.tooling import (
     tool_result,
 )
 from generic_framework.core.turn import Turn
-from generic_framework.errors import ToolLoopError
+from generic_framework.errors import OutputSchemaError, ToolLoopError
 from generic_framework.wire.errors import ContentFilterError, ContextTooLongError
 from generic_framework.wire.messages import (
     AssistantMessage,
@@ -160,7 +168,8 @@ class TurnEngine:
            counts its tool calls and searches), go back to 1.
         5. :class:`Finish`: empty text becomes ``final_answer_fallback``, ``[ref_N]`` markers
            become ``[n]``, ``stop_reason`` is ``length``, ``max_rounds`` (the forced call
-           answered) or ``completed``; the turn ends to be stored.
+           answered) or ``completed``; the turn ends to be stored. Calls of the caller's own
+           tools end the turn too, with the calls (:meth:`_end`).
 
         A :class:`ContentFilterError` ends the turn with ``stop_reason content_filter`` and a
         notice, not stored; other errors propagate. At most ``max_tool_rounds + 1`` calls.
@@ -172,28 +181,99 @@ class TurnEngine:
             request = self._request_for(turn, tools=offer, forced=forced)
             completion = None
             try:
-                if stream:
-                    async with aclosing(self._streamed(turn, request)) as items:
-                        async for item in items:
-                            if isinstance(item, TextDelta):
-                                yield item
-                            else:
-                                completion = item
-                else:  # nothing to pass on before the completion: one await
-                    completion = await self._complete(turn, request)
+                async with aclosing(self._call(turn, request, stream)) as items:
+                    async for item in items:
+                        if isinstance(item, TextDelta):
+                            yield item
+                        else:
+                            completion = item
             except ContentFilterError as exc:
                 yield self._filtered(turn, exc)
                 return
             if completion is None:
                 raise ToolLoopError("the model call returned no completion")
             step = next_step(completion, tools_offered=bool(offer))
-            if isinstance(step, Finish):
-                yield self._finish(turn, step, started, forced=forced)
-                return
-            async with aclosing(self._run_tools(turn, number, step, started)) as events:
-                async for event in events:
-                    yield event
+            if isinstance(step, RunTools) and not self._hands_back(turn, step):
+                async with aclosing(self._run_tools(turn, number, step, started)) as events:
+                    async for event in events:
+                        yield event
+                continue
+            async with aclosing(self._end(turn, step, started, forced, stream)) as ending:
+                async for last in ending:
+                    yield last
+            return
         raise ToolLoopError(f"the loop ran past its cap of {cap} tool rounds")
+
+    async def _call(
+        self, turn: Turn, request: ChatRequest, stream: bool
+    ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
+        """Step 2: one model call in the turn's mode; its text (unless the turn holds it until
+        it is validated), then its completion."""
+        if not stream:  # nothing to pass on before the completion: one await
+            yield await self._complete(turn, request)
+            return
+        async with aclosing(self._streamed(turn, request)) as items:
+            async for item in items:
+                if not (isinstance(item, TextDelta) and turn.holds_text):
+                    yield item
+
+    @staticmethod
+    def _hands_back(turn: Turn, step: RunTools) -> bool:
+        """Whether the round's calls are the caller's to run
+        (:class:`~generic_framework.core.options.TurnOptions` ``client_tools``)."""
+        calls = step.message.tool_calls or ()
+        return bool(turn.options.client_tools) and any(is_function_call(c) for c in calls)
+
+    async def _end(
+        self, turn: Turn, step: RunTools | Finish, started: float, forced: bool, stream: bool
+    ) -> AsyncGenerator[TextDelta | TurnEnd, None]:
+        """Step 5, or the caller's tools called: the turn's last items.
+
+        :class:`RunTools` here: the turn ends with the caller's calls, for the caller to run
+        (nothing stored). :class:`Finish`: the answer (checked against the caller's JSON schema
+        first, when there is one, and then shown at once if it was held back), to be stored.
+        """
+        if isinstance(step, RunTools):
+            calls = [c for c in step.message.tool_calls or () if is_function_call(c)]
+            turn.record_round(step.completion, started, most=self._most)
+            yield TurnEnd(turn.hand_back(step.completion, calls, model=self.spec.model), False)
+            return
+        if turn.options.json_schema is not None:
+            step = await self._checked_output(turn, step, started, stream)
+        end = self._finish(turn, step, started, forced=forced)
+        if turn.holds_text and stream:  # the validated answer, shown at last
+            yield TextDelta(end.reply.content)
+        yield end
+
+    async def _checked_output(
+        self, turn: Turn, step: Finish, started: float, stream: bool
+    ) -> Finish:
+        """The answer checked against the caller's JSON schema: one corrective call when it
+        does not match, then :class:`~generic_framework.errors.OutputSchemaError`."""
+        output = turn.options.json_schema
+        assert output is not None
+        text = step.completion.message.content or ""
+        problem, value = check_output(text, output)
+        if problem is None:
+            return Finish(with_content(step.completion, value))
+        turn.record_round(step.completion, started, most=self._most)
+        turn.correction = correction_messages(text, problem)
+        request = self._request_for(turn, tools=None, forced=False)
+        completion = None
+        async with aclosing(self._call(turn, request, stream)) as items:
+            async for item in items:
+                if isinstance(item, ChatCompletion):
+                    completion = item
+        if completion is None:
+            raise ToolLoopError("the model call returned no completion")
+        turn.correction = []
+        problem, value = check_output(completion.message.content or "", output)
+        if problem is not None:
+            raise OutputSchemaError(
+                f"the model's answer does not match the JSON schema {output.name!r}, "
+                f"even after one corrective call: {problem}"
+            )
+        return Finish(with_content(completion, value))
 
     async def _run_tools(
         self, turn: Turn, number: int, step: RunTools, started: float
@@ -244,12 +324,18 @@ class TurnEngine:
         tools for a plain message unless ``tools_always``. ``forced`` appends the instruction
         to answer now; it is sent once and never stored.
         """
-        messages = [*turn.prefix, *turn.new]
+        messages = [*turn.prefix, *turn.new, *turn.correction]
         if forced:
             messages.append(self._forced)
         # A shallow copy of the per-persona template: the messages are already validated wire
         # models, so nothing is re-validated or deep-copied per round.
-        return self._request.model_copy(update={"messages": messages, "tools": tools})
+        update: dict[str, Any] = {"messages": messages, "tools": tools}
+        options = turn.options
+        if options is not NO_OPTIONS:
+            update.update(options.request_fields())
+            if tools and options.tool_choice is not None:
+                update["tool_choice"] = options.tool_choice
+        return self._request.model_copy(update=update)
 
     async def _complete(self, turn: Turn, request: ChatRequest) -> ChatCompletion:
         """Step 2 of ``respond()``: :meth:`_call_llm` not streamed, its completion counted."""

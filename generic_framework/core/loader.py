@@ -16,6 +16,10 @@ A persona file (every key but ``system_prompt`` is optional)::
     final_answer_fallback = "..."
     allow_client_system = true          # false: refuse a client's system messages (the API's)
 
+    [client_parameters]                 # an OpenAI client's parameters this persona pins
+    temperature = "ignore"              # accept (default) | ignore (send our own) | refuse (400)
+    tools = "refuse"                    # also: top_p max_tokens stop response_format user
+
     [web_search]                        # WEB_SEARCH_* for this persona
     mode = "auto"                       # auto | builtin | client | mcp | off
     engine = "search_pro_jina"

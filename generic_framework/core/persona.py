@@ -29,10 +29,16 @@ from generic_framework.core.engine import (
 from generic_framework.core.events import Done, PersonaEvent
 from generic_framework.core.history import ForeignHistory, HistoryItem, foreign_history
 from generic_framework.core.observe import TurnWatch
+from generic_framework.core.options import NO_OPTIONS, TurnOptions, schema_instruction
 from generic_framework.core.reply import Reply
 from generic_framework.core.resources import Resources
 from generic_framework.core.sanitize import sanitize_history
-from generic_framework.core.spec import DEFAULT_FINAL_ANSWER_FALLBACK, PersonaSpec
+from generic_framework.core.spec import (
+    DEFAULT_FINAL_ANSWER_FALLBACK,
+    ClientParameter,
+    ParameterRule,
+    PersonaSpec,
+)
 from generic_framework.core.tooling import (
     ToolPlan,
     build_plans,
@@ -47,7 +53,14 @@ from generic_framework.tools.base import FunctionTool, Tool
 from generic_framework.tools.reader import ReadFunction, has_url, make_reader_tool
 from generic_framework.tools.search import SearchFunction
 from generic_framework.tools.web_search import WebSearch
-from generic_framework.wire.messages import Message, SystemMessage, Thinking, UserMessage
+from generic_framework.wire.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    Thinking,
+    ToolSpec,
+    UserMessage,
+)
 
 __all__ = [
     "ASK_FOR_QUESTION",
@@ -57,6 +70,7 @@ __all__ = [
     "FORCED_ANSWER_INSTRUCTION",
     "WEB_PREFIX",
     "Persona",
+    "as_stored",
 ]
 
 logger = logging.getLogger("generic_framework.persona")
@@ -66,6 +80,29 @@ WEB_PREFIX = "//"
 
 ASK_FOR_QUESTION = "Please write a question after //, for example: // weather in Nanaimo today"
 ASK_FOR_MESSAGE = "Please write a message."
+
+
+def as_stored(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """A caller's earlier messages as a stored history holds them: a ``//`` question is
+    stored as the question alone (the prefix is the user's switch, not part of the question),
+    and a bare ``//`` was never stored, nor the request for a question that answered it."""
+    kept: list[Message] = []
+    skip_answer = False
+    for message in messages:
+        if skip_answer and isinstance(message, AssistantMessage):
+            skip_answer = False
+            continue
+        skip_answer = False
+        content = message.content if isinstance(message, UserMessage) else None
+        if isinstance(content, str) and content.lstrip().startswith(WEB_PREFIX):
+            question = content.lstrip()[len(WEB_PREFIX) :].strip()
+            if not question:
+                skip_answer = True
+                continue
+            kept.append(UserMessage(content=question))
+        else:
+            kept.append(message)
+    return tuple(kept)
 
 
 class Persona(TurnEngine):
@@ -262,6 +299,11 @@ class Persona(TurnEngine):
         return self.spec.allow_client_system
 
     @property
+    def client_parameters(self) -> dict[ClientParameter, ParameterRule]:
+        """The OpenAI client parameters the persona file pins (``ignore`` or ``refuse``)."""
+        return dict(self.spec.client_parameters)
+
+    @property
     def settings(self) -> Settings:
         """The runtime's settings."""
         return self.runtime.settings
@@ -274,6 +316,7 @@ class Persona(TurnEngine):
         *,
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
+        options: TurnOptions | None = None,
     ) -> Reply:
         """Answer one user message; with ``conversation_id``, in that stored conversation.
 
@@ -283,18 +326,23 @@ class Persona(TurnEngine):
             history: instead, the earlier messages as OpenAI-style dicts (``{"role": "user",
                 "content": "..."}``; :mod:`generic_framework.core.history` has the rules):
                 sanitised and trimmed to ``HISTORY_TURNS`` like a stored history; its system
-                messages follow the persona's prompt. Nothing is stored.
+                messages follow the persona's prompt; a user message starting with ``//`` is
+                sent as a stored one is (the question alone). Nothing is stored.
+            options: the caller's sampling settings, output format and own tools
+                (:class:`~generic_framework.core.options.TurnOptions`); a turn with
+                ``client_tools`` may end with :attr:`Reply.tool_calls` for the caller to run.
 
         Raises:
             ValueError: ``text`` is not UTF-8 text, ``conversation_id`` breaks the rule of
                 :func:`~generic_framework.limits.check_conversation_id`, both
                 ``conversation_id`` and ``history`` are given, or ``history`` is invalid or
-                has system messages the persona refuses (``allow_client_system = false``);
-                nothing was sent.
+                has system messages the persona refuses (``allow_client_system = false``), or
+                ``options`` has caller tools or a continuation with ``conversation_id``
+                (a stored conversation cannot hold the caller's tool rounds); nothing was sent.
             GLMError: the API failed for good (after retries); nothing is stored then.
         """
         reply: Reply | None = None
-        async for event in self._run_turn(text, conversation_id, history, stream=False):
+        async for event in self._run_turn(text, conversation_id, history, options, stream=False):
             if isinstance(event, Done):
                 reply = event.reply
         if reply is None:
@@ -307,6 +355,7 @@ class Persona(TurnEngine):
         *,
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
+        options: TurnOptions | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as a stream of events, ending with ``Done(reply)``.
 
@@ -315,7 +364,7 @@ class Persona(TurnEngine):
         Invalid arguments raise the :class:`ValueError` of :meth:`respond` on the first
         iteration, before anything is sent.
         """
-        return self._run_turn(text, conversation_id, history, stream=True)
+        return self._run_turn(text, conversation_id, history, options, stream=True)
 
     async def aclose(self) -> None:
         """Close the runtime this persona opened itself (a shared runtime stays open)."""
@@ -339,6 +388,25 @@ class Persona(TurnEngine):
 
     # ------------------------------------------------------------------ the turn
 
+    def _checked(
+        self,
+        text: str,
+        conversation_id: str | None,
+        history: Sequence[HistoryItem] | None,
+        options: TurnOptions,
+    ) -> ForeignHistory:
+        """The turn's arguments checked (see :meth:`respond`), and the caller's history."""
+        # Checked before anything is sent: a turn the store would refuse must not be paid for.
+        check_text(text)
+        if conversation_id is not None:
+            check_conversation_id(conversation_id)
+            if options.client_tools or options.continuation:
+                raise ValueError(
+                    "a stored conversation cannot hold the caller's tool rounds: send the "
+                    "caller's tools (and their results) without conversation_id"
+                )
+        return self._foreign(conversation_id, history)
+
     def _foreign(
         self, conversation_id: str | None, history: Sequence[HistoryItem] | None
     ) -> ForeignHistory:
@@ -355,28 +423,26 @@ class Persona(TurnEngine):
                 f"persona {self.name!r} does not accept system messages from the caller "
                 "(allow_client_system = false in its persona file)"
             )
-        return foreign
+        return ForeignHistory(foreign.system, as_stored(foreign.messages))
 
     async def _run_turn(
         self,
         text: str,
         conversation_id: str | None,
         history: Sequence[HistoryItem] | None,
+        options: TurnOptions | None,
         *,
         stream: bool,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Parse the message, run the loop under the conversation's lock, store, then Done."""
-        # Checked before anything is sent: a turn the store would refuse must not be paid for.
-        check_text(text)
-        if conversation_id is not None:
-            check_conversation_id(conversation_id)
-        foreign = self._foreign(conversation_id, history)
+        options = options or NO_OPTIONS
+        foreign = self._checked(text, conversation_id, history, options)
         query, plan = self._parse(text)
         if not query:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
             yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
             return
-        plan = await self._with_mcp_tools(plan, web=plan is not self._plain_plan)
+        plan = await self._turn_plan(plan, options)
         end: TurnEnd | None = None
         watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
         try:
@@ -385,7 +451,9 @@ class Persona(TurnEngine):
                 earlier = list(foreign.messages)
                 if held is not None:
                     earlier = await held.load(self.settings.history_turns)
-                turn = self._new_turn(query, plan, earlier, foreign.system, conversation_id, watch)
+                turn = self._new_turn(
+                    query, plan, earlier, foreign.system, conversation_id, watch, options
+                )
                 async with aclosing(self._loop(turn, stream)) as run:
                     async for event in run:
                         if isinstance(event, TurnEnd):
@@ -401,6 +469,22 @@ class Persona(TurnEngine):
         if end is not None:
             watch.finished(end.reply.stop_reason)
             yield Done(end.reply)
+
+    async def _turn_plan(self, plan: ToolPlan, options: TurnOptions) -> ToolPlan:
+        """The plan of the turn: the caller's tools, or the persona's with its MCP tools."""
+        web = plan is not self._plain_plan
+        if options.client_tools:
+            return self._client_plan(options, web=web)
+        return await self._with_mcp_tools(plan, web=web)
+
+    def _client_plan(self, options: TurnOptions, *, web: bool) -> ToolPlan:
+        """The plan of a turn with the caller's tools: those, beside the built-in web search
+        of a ``//`` turn; none of the persona's own functions (the caller runs every call)."""
+        specs: list[ToolSpec] = list(options.client_tools)
+        builtin = web and self.web_search.mode == "builtin"
+        if builtin:
+            specs.insert(0, self.web_search.to_spec())
+        return ToolPlan(specs, {}, builtin_search=builtin)
 
     def _parse(self, text: str) -> tuple[str, ToolPlan]:
         """``//`` after leading whitespace marks a web query: strip it, use the web plan (with
@@ -443,18 +527,22 @@ class Persona(TurnEngine):
         system: Sequence[SystemMessage],
         conversation_id: str | None,
         watch: TurnWatch,
+        options: TurnOptions = NO_OPTIONS,
     ) -> Turn:
         # Sanitised once per turn: the history does not change between rounds, and the turn's
         # own messages are built whole by _handle_tool_calls (docs/design/0301).
         safe = sanitize_history(
             history, max_turns=self.settings.history_turns, keep_reasoning=self.keep_reasoning
         )
+        output = options.json_schema
+        extra = [schema_instruction(output)] if output is not None else []
         return Turn(
             persona=self.name,
             model=self.runtime.model,
             plan=plan,
-            prefix=[*self._system, *system, *safe],
-            new=[UserMessage(content=query)],
+            prefix=[*self._system, *system, *extra, *safe],
+            new=[UserMessage(content=query), *options.continuation],
             conversation_id=conversation_id,
             watch=watch,
+            options=options,
         )

@@ -10,7 +10,7 @@ from generic_framework.wire.messages import Message, Usage
 
 __all__ = ["Citation", "Reply", "RoundState", "StopReason", "ToolCallInfo", "ToolResult"]
 
-StopReason = Literal["completed", "max_rounds", "length", "content_filter"]
+StopReason = Literal["completed", "max_rounds", "length", "content_filter", "tool_calls"]
 
 
 class Citation(BaseModel):
@@ -92,7 +92,8 @@ class Reply(BaseModel):
         rounds: every call made to the model, in order.
         usage: token counts summed over the rounds.
         stop_reason: ``completed``, ``max_rounds`` (the tool-round cap forced the answer),
-            ``length`` (the answer hit ``max_tokens``) or ``content_filter``.
+            ``length`` (the answer hit ``max_tokens``), ``content_filter``, or ``tool_calls``
+            (the model called tools the caller runs: :attr:`tool_calls`).
         model: the model that answered.
         conversation_id: the conversation the turn belongs to, if any.
         messages: the turn's new messages in order (user, assistant tool calls, tool answers,
@@ -100,6 +101,9 @@ class Reply(BaseModel):
             stopped by the content filter.
         web_searches: model calls that returned sources (server-side search) plus the
             ``search_web`` calls the search answered (``client`` and ``mcp`` modes).
+        tool_calls: the calls of the caller's own tools the model made, for the caller to run
+            (:class:`~generic_framework.core.options.TurnOptions` ``client_tools``); empty
+            otherwise.
     """
 
     content: str
@@ -111,3 +115,4 @@ class Reply(BaseModel):
     conversation_id: str | None = None
     messages: list[Message] = Field(default_factory=list)
     web_searches: int = 0
+    tool_calls: list[ToolCallInfo] = Field(default_factory=list)

@@ -10,7 +10,7 @@ result is a :class:`ResolvedSpec`, whose model and round cap cannot be ``None``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -31,7 +31,26 @@ from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.messages import Thinking
 from generic_framework.wire.profiles import check_choice
 
-__all__ = ["DEFAULT_FINAL_ANSWER_FALLBACK", "PersonaSpec", "ResolvedSpec", "explain"]
+__all__ = [
+    "CLIENT_PARAMETERS",
+    "DEFAULT_FINAL_ANSWER_FALLBACK",
+    "ClientParameter",
+    "ParameterRule",
+    "PersonaSpec",
+    "ResolvedSpec",
+    "explain",
+]
+
+ClientParameter = Literal[
+    "temperature", "top_p", "max_tokens", "stop", "response_format", "tools", "user"
+]
+"""The request parameters of an OpenAI client a persona file may pin (``max_tokens`` covers
+``max_completion_tokens`` too)."""
+CLIENT_PARAMETERS: tuple[ClientParameter, ...] = (
+    "temperature", "top_p", "max_tokens", "stop", "response_format", "tools", "user",
+)  # fmt: skip
+ParameterRule = Literal["accept", "ignore", "refuse"]
+"""What a persona does with a client's value: use it, drop it silently, or answer 400."""
 
 DEFAULT_FINAL_ANSWER_FALLBACK = (
     "Sorry, I could not put an answer together this time. Please try again or rephrase."
@@ -66,6 +85,10 @@ class PersonaSpec(BaseModel):
         allow_client_system: accept a caller's system messages with a foreign history (an
             OpenAI client's ``system`` messages), sent after ``system_prompt``; ``False``
             refuses them (:mod:`generic_framework.core.history`).
+        client_parameters: pins: an OpenAI client's parameter (``temperature``, ``top_p``,
+            ``max_tokens``, ``stop``, ``response_format``, ``tools``, ``user``) -> ``accept``
+            (the default: the client's value is sent), ``ignore`` (the persona's own is sent)
+            or ``refuse`` (a request that sets it is answered 400 naming it).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -85,6 +108,7 @@ class PersonaSpec(BaseModel):
     mcp_servers: tuple[MCPServerSpec, ...] = ()
     final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK
     allow_client_system: bool = True
+    client_parameters: dict[ClientParameter, ParameterRule] = Field(default_factory=dict)
 
     @field_validator("name")
     @classmethod

@@ -16,6 +16,7 @@ from time import perf_counter
 from generic_framework.core.account import TurnAccount
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.observe import TurnWatch
+from generic_framework.core.options import NO_OPTIONS, TurnOptions
 from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
 from generic_framework.core.tooling import ToolPlan, call_name
 from generic_framework.store.base import SourceRecord, TurnRecord
@@ -63,6 +64,7 @@ class Turn:
         plan: the tools this turn offers (chosen by ``//``).
         prefix: system prompt + sanitised history: the same for every round.
         conversation_id: where the turn will be stored, if anywhere.
+        options: the caller's options (:class:`~generic_framework.core.options.TurnOptions`).
         watch: told about each model call and each round; keeps the turn's
             :class:`~generic_framework.core.account.TurnAccount`.
 
@@ -70,6 +72,8 @@ class Turn:
         new: this turn's messages, starting with the user message.
         citations: the sources found so far, numbered in order.
         rounds: one :class:`RoundState` per model call.
+        correction: the messages of a corrective call (a JSON answer that did not match its
+            schema, and the request to correct it): sent once, never stored.
     """
 
     persona: str
@@ -79,8 +83,15 @@ class Turn:
     new: list[Message]
     conversation_id: str | None
     watch: TurnWatch
+    options: TurnOptions = NO_OPTIONS
     citations: CitationBook = field(default_factory=CitationBook)
     rounds: list[RoundState] = field(default_factory=list)
+    correction: list[Message] = field(default_factory=list)
+
+    @property
+    def holds_text(self) -> bool:
+        """The answer is streamed only once validated (a JSON schema was asked for)."""
+        return self.options.json_schema is not None
 
     @property
     def account(self) -> TurnAccount:
@@ -151,6 +162,19 @@ class Turn:
         elif forced:
             stop = "max_rounds"
         return self.reply(content, stop, completion.model or model, self.new)
+
+    def hand_back(
+        self, completion: ChatCompletion, calls: Sequence[ToolCall], *, model: str
+    ) -> Reply:
+        """End the turn with the caller's tool ``calls``, for the caller to run."""
+        message = completion.message
+        content = self.citations.rewrite(message.content or "")
+        self.new.append(AssistantMessage(content=content or None, tool_calls=list(calls)))
+        reply = self.reply(content, "tool_calls", completion.model or model, self.new)
+        reply.tool_calls = [
+            ToolCallInfo(id=c.id, name=call_name(c), arguments=c.function.arguments) for c in calls
+        ]
+        return reply
 
     def reply(self, content: str, stop: StopReason, model: str, messages: list[Message]) -> Reply:
         """The :class:`Reply` with the turn's citations and rounds, and the account's usage

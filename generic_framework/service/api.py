@@ -16,16 +16,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from generic_framework.core.events import PersonaEvent
+from generic_framework.service.client_request import client_turn
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.idempotency import idempotent
 from generic_framework.service.mapping import chat_completion, conversation_body, turn_body
-from generic_framework.service.requests import (
-    checked_text,
-    earlier_messages,
-    last_user_text,
-    parse_body,
-    path_conversation_id,
-)
+from generic_framework.service.requests import checked_text, parse_body, path_conversation_id
 from generic_framework.service.schemas import (
     ChatCompletionRequest,
     ConversationListOut,
@@ -46,6 +41,7 @@ __all__ = [
     "delete_conversation",
     "delete_last_turn",
     "get_conversation",
+    "get_model",
     "list_conversations",
     "list_models",
     "post_message",
@@ -64,8 +60,10 @@ def _stream(
     cid: str | None,
     *,
     footer: bool = False,
+    include_usage: bool = False,
 ) -> Response:
-    """The streamed answer: a :class:`~generic_framework.service.streaming.TurnStream`."""
+    """The streamed answer: a :class:`~generic_framework.service.streaming.TurnStream`;
+    ``footer`` and ``include_usage`` as ``/v1/chat/completions`` asked."""
     settings = state.settings
     return turn_stream(
         events,
@@ -74,6 +72,7 @@ def _stream(
         grace=settings.bot_stream_grace,
         keepalive=settings.bot_stream_keepalive,
         footer=footer,
+        include_usage=include_usage,
     )
 
 
@@ -104,6 +103,14 @@ async def list_models(request: Request) -> Response:
     return _json(ModelListOut(data=data))
 
 
+async def get_model(request: Request) -> Response:
+    """``GET /v1/models/{model}``: one persona, as an OpenAI model; 404 when unknown."""
+    state = state_of(request)
+    name = str(request.path_params["model"])
+    persona = _persona(state, name, "model")
+    return _json(ModelOut(id=name, description=persona.description or ""))
+
+
 async def chat_completions(request: Request) -> Response:
     """``POST /v1/chat/completions``: OpenAI's request and response; ``model`` = persona.
 
@@ -117,22 +124,26 @@ async def chat_completions(request: Request) -> Response:
     state = state_of(request)
     body = await parse_body(request, ChatCompletionRequest)
     persona = _persona(state, body.model, "model")
-    limit = state.settings.bot_max_message_chars
-    text = last_user_text(body.messages, limit)
     cid = body.conversation_id
     footer = (
         state.settings.bot_sources_footer if body.sources_footer is None else body.sources_footer
     )
-    history = None
-    if cid is None:
-        allow = getattr(persona, "allow_client_system", True)
-        history = earlier_messages(body.messages, limit, allow_system=allow)
+    turn = client_turn(
+        body,
+        pins=getattr(persona, "client_parameters", {}),
+        max_chars=state.settings.bot_max_message_chars,
+        allow_system=getattr(persona, "allow_client_system", True),
+        max_tool_rounds=getattr(persona, "max_tool_rounds", None),
+    )
+    text, history, options = turn.text, turn.history, turn.options
 
     async def run() -> Response:
         if body.stream:
-            events = persona.stream(text, conversation_id=cid, history=history)
-            return _stream(state, events, body.model, cid, footer=footer)
-        reply = await persona.respond(text, conversation_id=cid, history=history)
+            events = persona.stream(text, conversation_id=cid, history=history, options=options)
+            return _stream(
+                state, events, body.model, cid, footer=footer, include_usage=turn.include_usage
+            )
+        reply = await persona.respond(text, conversation_id=cid, history=history, options=options)
         return _json(chat_completion(reply, body.model, cid, footer=footer))
 
     return await idempotent(request, run)

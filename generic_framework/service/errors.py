@@ -31,6 +31,7 @@ StoreUnavailableError (database)      503  server_error           store_unavaila
 NotFoundError 1221, 1222, 404         502  upstream_error         upstream_not_found         never
 ServerError 5xx, 500, 1230, 1234      502  upstream_error         upstream_error
 ResponseValidationError               502  upstream_error         upstream_invalid_response
+OutputSchemaError (json_schema)       502  upstream_error         output_schema_mismatch
 APIConnectionError                    502  upstream_error         upstream_unreachable
 APITimeoutError                       504  upstream_error         upstream_timeout
 ConfigError                           500  server_error           configuration_error        never
@@ -71,7 +72,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ExceptionHandler
 
-from generic_framework.errors import ConfigError, GLMError, StoreUnavailableError
+from generic_framework.errors import (
+    ConfigError,
+    GLMError,
+    OutputSchemaError,
+    StoreUnavailableError,
+)
 from generic_framework.redaction import redact
 from generic_framework.wire.errors import (
     APIConnectionError,
@@ -212,6 +218,8 @@ _RULES: tuple[_Rule, ...] = (
           "the language model service failed"),
     _Rule(ResponseValidationError, 502, _UPSTREAM_TYPE, "upstream_invalid_response",
           "the language model service sent an unreadable answer"),
+    _Rule(OutputSchemaError, 502, _UPSTREAM_TYPE, "output_schema_mismatch",
+          "the model did not answer in the requested format"),
     _Rule(APITimeoutError, 504, _UPSTREAM_TYPE, "upstream_timeout",
           "the language model service timed out"),
     _Rule(APIConnectionError, 502, _UPSTREAM_TYPE, "upstream_unreachable",

@@ -17,12 +17,14 @@ from generic_framework.service.schemas import (
     ChoiceOut,
     ConversationOut,
     FinishReason,
+    FunctionCallOut,
     MessageOut,
+    ToolCallOut,
     TurnOut,
     TurnRecordOut,
     UsageOut,
 )
-from generic_framework.service.sources import sources_footer
+from generic_framework.service.sources import sources_footer, url_citations
 from generic_framework.store.base import StoredMessage, StoredTurn
 from generic_framework.wire.messages import AssistantMessage, WebSearchResult
 
@@ -32,6 +34,7 @@ __all__ = [
     "conversation_body",
     "finish_reason",
     "reply_citations",
+    "reply_tool_calls",
     "reply_usage",
     "reply_web_search",
     "stored_message",
@@ -48,11 +51,19 @@ def completion_id() -> str:
 
 def finish_reason(reply: Reply) -> FinishReason:
     """OpenAI's ``finish_reason`` for a reply's ``stop_reason`` (``max_rounds`` -> ``stop``)."""
-    if reply.stop_reason == "length":
-        return "length"
-    if reply.stop_reason == "content_filter":
-        return "content_filter"
+    if reply.stop_reason in ("length", "content_filter", "tool_calls"):
+        return reply.stop_reason
     return "stop"
+
+
+def reply_tool_calls(reply: Reply) -> list[ToolCallOut] | None:
+    """The client's tool calls the model made, in OpenAI's shape; None when there are none."""
+    if not reply.tool_calls:
+        return None
+    return [
+        ToolCallOut(id=c.id, function=FunctionCallOut(name=c.name, arguments=c.arguments or "{}"))
+        for c in reply.tool_calls
+    ]
 
 
 def reply_usage(reply: Reply) -> UsageOut:
@@ -91,16 +102,22 @@ def chat_completion(
     """The ``chat.completion`` body of a reply; ``model`` is the persona's name.
 
     With ``footer`` the content ends with the reply's "Sources:" list, if it has sources
-    (:func:`~generic_framework.service.sources.sources_footer`).
+    (:func:`~generic_framework.service.sources.sources_footer`). ``annotations`` point at each
+    ``[n]`` of the content (:func:`~generic_framework.service.sources.url_citations`); a reply
+    that calls the client's tools carries ``tool_calls`` (content ``null`` when it has none).
     """
     content = reply.content + (sources_footer(reply.citations) if footer else "")
+    calls = reply_tool_calls(reply)
+    message = MessageOut(
+        content=content or (None if calls else ""),
+        annotations=url_citations(reply.content, reply.citations),
+        tool_calls=calls,
+    )
     return ChatCompletionOut(
         id=completion_id(),
         created=int(time.time()),
         model=model,
-        choices=[
-            ChoiceOut(message=MessageOut(content=content), finish_reason=finish_reason(reply))
-        ],
+        choices=[ChoiceOut(message=message, finish_reason=finish_reason(reply))],
         usage=reply_usage(reply),
         web_search=reply_web_search(reply),
         citations=reply_citations(reply),

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from generic_framework import __version__
+from generic_framework.limits import PERSONA_NAME_PATTERN
 from generic_framework.service.schemas import (
     CONVERSATION_ID_PATTERN,
     BotInfoOut,
@@ -24,6 +25,7 @@ from generic_framework.service.schemas import (
     ErrorOut,
     HealthOut,
     ModelListOut,
+    ModelOut,
     ReadyOut,
     RenamedOut,
     RenameRequest,
@@ -136,9 +138,7 @@ def _paths() -> dict[str, Any]:
                 },
             )
         },
-        "/v1/models": {
-            "get": _op("The personas, as models", {"200": _ok(ModelListOut), **_errors(401)})
-        },
+        **_model_paths(),
         "/v1/bot": {
             "get": _op(
                 "Offline (the embedded mock answers), the persona to offer first, and offline "
@@ -180,6 +180,30 @@ _PAGE = [
     },
 ]
 """The query parameters of ``GET /v1/conversations``."""
+
+
+_MODEL_ID = {
+    "name": "model",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": PERSONA_NAME_PATTERN},
+}
+"""The path parameter of ``GET /v1/models/{model}``: a persona name."""
+
+
+def _model_paths() -> dict[str, Any]:
+    return {
+        "/v1/models": {
+            "get": _op("The personas, as models", {"200": _ok(ModelListOut), **_errors(401)})
+        },
+        "/v1/models/{model}": {
+            "get": _op(
+                "One persona, as a model",
+                {"200": _ok(ModelOut), **_errors(401, 404)},
+                parameters=[_MODEL_ID],
+            )
+        },
+    }
 
 
 def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:

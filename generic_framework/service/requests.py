@@ -15,6 +15,7 @@ from generic_framework.core.history import HistoryItem, foreign_history, message
 from generic_framework.limits import check_conversation_id, wording
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.schemas import ChatMessageIn
+from generic_framework.service.sources import strip_sources_footer
 
 __all__ = [
     "checked_text",
@@ -90,21 +91,24 @@ def earlier_messages(
 ) -> list[HistoryItem]:
     """The messages before the last one, as the turn's foreign history (docs/design/0602).
 
-    Each user and system message must fit ``max_chars`` (BOT_MAX_MESSAGE_CHARS), like the last
-    one; assistant messages (the model's own answers) and the number of messages are not
-    limited here: the body limit bounds them, and the persona keeps the last HISTORY_TURNS.
+    The service's own "Sources:" footer is removed from assistant messages (the model is sent
+    its earlier answers as a stored history holds them). Each user and system message must fit
+    ``max_chars`` (BOT_MAX_MESSAGE_CHARS), like the last one; assistant messages (the model's
+    own answers), tool results (the client's tools', dropped from the history) and the number
+    of messages are not limited here: the body limit bounds them,
+    and the persona keeps the last HISTORY_TURNS.
 
     Raises:
         ServiceError: 400 naming ``messages[i]``: invalid content, a message too long, or
             system messages the persona refuses (``system_not_allowed``).
     """
-    items: list[HistoryItem] = [m.model_dump(exclude_none=True) for m in messages[:-1]]
+    items: list[HistoryItem] = [_as_sent(m) for m in messages[:-1]]
     try:
         foreign = foreign_history(items, name="messages")
     except ValueError as exc:
         raise ServiceError(400, str(exc), param="messages", code="invalid_message") from None
     for index, message in enumerate(messages[:-1]):
-        if message.role != "assistant":
+        if message.role not in ("assistant", "tool"):
             where = f"messages[{index}]"
             _check_length(content_text(message.content, where), max_chars, where, param="messages")
     if foreign.system and not allow_system:
@@ -116,6 +120,14 @@ def earlier_messages(
             code="system_not_allowed",
         )
     return items
+
+
+def _as_sent(message: ChatMessageIn) -> HistoryItem:
+    """A request message as a history item; an assistant answer without the footer."""
+    item = message.model_dump(exclude_none=True)
+    if message.role == "assistant" and isinstance(message.content, str):
+        item["content"] = strip_sources_footer(message.content)
+    return item
 
 
 def _check_length(text: str, max_chars: int, where: str, *, param: str) -> None:

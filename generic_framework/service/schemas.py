@@ -9,9 +9,18 @@ the one rule of :mod:`generic_framework.limits` (``CONVERSATION_ID_PATTERN`` is 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    WithJsonSchema,
+    field_validator,
+    model_serializer,
+)
 from pydantic_core import PydanticCustomError
 
 from generic_framework.core.reply import Citation
@@ -21,6 +30,8 @@ from generic_framework.wire.messages import WebSearchResult
 
 __all__ = [
     "CONVERSATION_ID_PATTERN",
+    "MAX_OUTPUT_TOKENS",
+    "AnnotationOut",
     "BotInfoOut",
     "ChatCompletionChunkOut",
     "ChatCompletionOut",
@@ -35,7 +46,10 @@ __all__ = [
     "ErrorDetail",
     "ErrorOut",
     "FinishReason",
+    "FunctionCallOut",
+    "FunctionIn",
     "HealthOut",
+    "JsonSchemaIn",
     "MessageOut",
     "ModelListOut",
     "ModelOut",
@@ -44,14 +58,94 @@ __all__ = [
     "RenameRequest",
     "RenamedOut",
     "ReplySummaryOut",
+    "ResponseFormatIn",
+    "StreamOptionsIn",
+    "ToolCallDeltaOut",
+    "ToolCallOut",
+    "ToolIn",
     "TurnOut",
     "TurnRecordOut",
     "TurnRequest",
+    "UrlCitationOut",
     "UsageOut",
 ]
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
-FinishReason = Literal["stop", "length", "content_filter"]
+FinishReason = Literal["stop", "length", "content_filter", "tool_calls"]
+
+MAX_OUTPUT_TOKENS = 131072
+"""The largest ``max_tokens`` Z.AI documents (docs/protocol.md §2.1)."""
+
+
+def _schema(document: dict[str, Any]) -> WithJsonSchema:
+    return WithJsonSchema(document)
+
+
+def _one_of(*values: Any) -> dict[str, Any]:
+    """A nullable field whose only accepted value is one of ``values``."""
+    return {"enum": [*values, None]}
+
+
+_STOP: dict[str, Any] = {
+    "anyOf": [
+        {"type": "string", "minLength": 1},
+        {"type": "array", "items": {"type": "string", "minLength": 1}, "maxItems": 1},
+        {"type": "null"},
+    ]
+}
+_NO_BIAS: dict[str, Any] = {"anyOf": [{"type": "object", "maxProperties": 0}, {"type": "null"}]}
+
+
+def _refused(kind: str, message: str) -> PydanticCustomError:
+    return PydanticCustomError(kind, message)
+
+
+class JsonSchemaIn(BaseModel):
+    """``response_format.json_schema``: a named JSON Schema for the answer."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(default="output", min_length=1, max_length=64)
+    schema_: dict[str, Any] = Field(alias="schema")
+    strict: StrictBool | None = None
+    description: str | None = None
+
+
+class ResponseFormatIn(BaseModel):
+    """``response_format``: ``text``, ``json_object``, or ``json_schema`` with its schema."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaIn | None = None
+
+
+class StreamOptionsIn(BaseModel):
+    """``stream_options``: ``include_usage`` adds a last chunk with the usage and no choice."""
+
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: StrictBool | None = None
+
+
+class FunctionIn(BaseModel):
+    """The function of a client tool: Z.AI's name rule, a JSON-Schema for its arguments."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    strict: StrictBool | None = None
+
+
+class ToolIn(BaseModel):
+    """One client tool: only functions (the model calls them; the client runs them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["function"]
+    function: FunctionIn
 
 
 class ChatMessageIn(BaseModel):
@@ -81,6 +175,85 @@ class ChatCompletionRequest(BaseModel):
     stream: StrictBool = False
     conversation_id: ConversationId | None = None
     sources_footer: StrictBool | None = None
+    # Honoured (sent to Z.AI), within Z.AI's ranges (docs/protocol.md §2.1).
+    temperature: float | None = Field(default=None, ge=0.0, le=1.0)
+    top_p: float | None = Field(default=None, ge=0.01, le=1.0)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_OUTPUT_TOKENS)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=MAX_OUTPUT_TOKENS)
+    stop: Annotated[str | list[str] | None, _schema(_STOP)] = None
+    response_format: ResponseFormatIn | None = None
+    stream_options: StreamOptionsIn | None = None
+    user: str | None = Field(default=None, max_length=256)
+    tools: list[ToolIn] | None = Field(default=None, max_length=128)
+    tool_choice: Annotated[str | dict[str, Any] | None, _schema(_one_of("auto", "none"))] = None
+    # Accepted when harmless (README lists them); refused when they would change the answer.
+    # The document gives only the accepted values; the validators say why another is refused.
+    n: Annotated[int | None, _schema(_one_of(1))] = None
+    logprobs: Annotated[StrictBool | None, _schema(_one_of(False))] = None
+    top_logprobs: Annotated[int | None, _schema(_one_of(0))] = None
+    presence_penalty: Annotated[float | None, _schema(_one_of(0))] = None
+    frequency_penalty: Annotated[float | None, _schema(_one_of(0))] = None
+    logit_bias: Annotated[dict[str, Any] | None, _schema(_NO_BIAS)] = None
+    parallel_tool_calls: StrictBool | None = None
+    store: StrictBool | None = None
+    metadata: dict[str, Any] | None = None
+    seed: int | None = None
+
+    @field_validator("n")
+    @classmethod
+    def _one_choice(cls, n: int | None) -> int | None:
+        if n is not None and n != 1:
+            raise _refused("unsupported", "only 1 is supported (the service answers one choice)")
+        return n
+
+    @field_validator("logprobs")
+    @classmethod
+    def _no_logprobs(cls, value: bool | None) -> bool | None:
+        if value:
+            raise _refused("unsupported", "is not supported (Z.AI returns no log probabilities)")
+        return value
+
+    @field_validator("top_logprobs")
+    @classmethod
+    def _no_top_logprobs(cls, value: int | None) -> int | None:
+        if value:
+            raise _refused("unsupported", "is not supported (Z.AI returns no log probabilities)")
+        return value
+
+    @field_validator("presence_penalty", "frequency_penalty")
+    @classmethod
+    def _no_penalty(cls, value: float | None) -> float | None:
+        if value:
+            raise _refused("unsupported", "only 0 is supported (Z.AI has no penalties)")
+        return value
+
+    @field_validator("logit_bias")
+    @classmethod
+    def _no_bias(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value:
+            raise _refused("unsupported", "is not supported (Z.AI has no logit bias)")
+        return value
+
+    @field_validator("stop")
+    @classmethod
+    def _one_stop(cls, value: str | list[str] | None) -> str | list[str] | None:
+        words = [value] if isinstance(value, str) else value or []
+        if len(words) > 1:
+            raise _refused("unsupported", "Z.AI takes one stop sequence; send at most one")
+        if any(not word for word in words):
+            raise _refused("empty_stop", "a stop sequence must not be empty")
+        return value
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _auto_or_none(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        if value is not None and value not in ("auto", "none"):
+            raise _refused(
+                "unsupported",
+                "only 'auto' and 'none' are supported (Z.AI documents 'auto' only; a forced "
+                "tool cannot be honoured)",
+            )
+        return value
 
     @field_validator("messages")
     @classmethod
@@ -143,11 +316,57 @@ class UsageOut(BaseModel):
     total_tokens: int = 0
 
 
+class UrlCitationOut(BaseModel):
+    """OpenAI's ``url_citation``: ``content[start_index:end_index]`` is the ``[n]`` marker."""
+
+    url: str
+    title: str
+    start_index: int
+    end_index: int
+
+
+class AnnotationOut(BaseModel):
+    """One annotation of an answer (OpenAI's shape): a cited source and where it is cited."""
+
+    type: Literal["url_citation"] = "url_citation"
+    url_citation: UrlCitationOut
+
+
+class FunctionCallOut(BaseModel):
+    """The function of a tool call: its name and its arguments as JSON text."""
+
+    name: str
+    arguments: str
+
+
+class ToolCallOut(BaseModel):
+    """A call of one of the client's tools, for the client to run."""
+
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCallOut
+
+
+class ToolCallDeltaOut(ToolCallOut):
+    """A whole tool call in a streamed chunk (OpenAI's delta shape, with ``index``)."""
+
+    index: int
+
+
 class MessageOut(BaseModel):
-    """The assistant message of a completion."""
+    """The assistant message of a completion; ``content`` is null beside tool calls only."""
 
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: str | None
+    annotations: list[AnnotationOut] = Field(default_factory=list)
+    tool_calls: list[ToolCallOut] | None = None
+
+    @model_serializer(mode="wrap")
+    def _calls_only_when_made(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("tool_calls") is None:
+            data.pop("tool_calls", None)
+        return data
 
 
 class ChoiceOut(BaseModel):
@@ -178,6 +397,8 @@ class ChunkDeltaOut(BaseModel):
 
     role: Literal["assistant"] | None = None
     content: str | None = None
+    tool_calls: list[ToolCallDeltaOut] | None = None
+    annotations: list[AnnotationOut] | None = None
 
 
 class ChunkChoiceOut(BaseModel):
@@ -215,7 +436,8 @@ class ChatCompletionChunkOut(BaseModel):
     """One ``data:`` frame of a streamed answer (OpenAI ``chat.completion.chunk``).
 
     Extensions: ``progress`` on tool-progress chunks; ``web_search`` (Z.AI's shape),
-    ``usage`` and ``reply`` on the last chunk.
+    ``usage`` and ``reply`` on the last chunk. With ``stream_options.include_usage`` one more
+    chunk follows it, with no choice and the usage, as OpenAI sends it.
     """
 
     id: str

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from generic_framework.core.reply import Citation
+from generic_framework.service.schemas import AnnotationOut, UrlCitationOut
 
-__all__ = ["safe_link", "safe_title", "sources_footer"]
+__all__ = ["safe_link", "safe_title", "sources_footer", "strip_sources_footer", "url_citations"]
 
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>|~!#&])")
 _SPACES = re.compile(r"\s+")
@@ -66,3 +67,52 @@ def sources_footer(citations: Sequence[Citation]) -> str:
     if not citations:
         return ""
     return "\n\nSources:\n" + "\n".join(_line(c) for c in citations)
+
+
+_FOOTER_HEAD = "\n\nSources:\n"
+_FOOTER_LINE = re.compile(r"\d+\. \S.*")
+_CITED = re.compile(r"\[(\d{1,4})\]")
+
+
+def strip_sources_footer(text: str) -> str:
+    """``text`` without the "Sources:" list :func:`sources_footer` appended to it, if it ends
+    with one (every line after the heading a numbered entry); otherwise ``text`` unchanged.
+
+    An OpenAI client sends the service's earlier answers back as history, footer included; the
+    model is sent them as the stored history holds them, without it.
+    """
+    at = text.rfind(_FOOTER_HEAD)
+    if at < 0:
+        return text
+    lines = text[at + len(_FOOTER_HEAD) :].rstrip().split("\n")
+    if lines and all(_FOOTER_LINE.fullmatch(line.strip()) for line in lines):
+        return text[:at]
+    return text
+
+
+def url_citations(content: str, citations: Sequence[Citation]) -> list[AnnotationOut]:
+    """OpenAI's ``url_citation`` annotations of ``content``: one per ``[n]`` marker citing a
+    source with an ``http(s)`` URL, ``content[start_index:end_index] == "[n]"``, in order.
+
+    Indexes count Unicode code points (Python's ``str`` indexes; JavaScript counts UTF-16 code
+    units, which differ only past the Basic Multilingual Plane). The title is the footer's
+    label (title, else site, else host), unescaped.
+    """
+    if not citations or "[" not in content:
+        return []
+    sources = {c.number: c for c in citations}
+    found = []
+    for match in _CITED.finditer(content):
+        source = sources.get(int(match.group(1)))
+        link = safe_link(source.url) if source is not None else None
+        if source is None or link is None:
+            continue
+        title = source.title.strip() or source.site.strip() or urlsplit(link).hostname or link
+        found.append(
+            AnnotationOut(
+                url_citation=UrlCitationOut(
+                    url=link, title=title, start_index=match.start(), end_index=match.end()
+                )
+            )
+        )
+    return found

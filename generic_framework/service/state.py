@@ -17,6 +17,7 @@ from starlette.requests import Request
 from generic_framework.config import Settings
 from generic_framework.core.events import PersonaEvent
 from generic_framework.core.history import HistoryItem
+from generic_framework.core.options import TurnOptions
 from generic_framework.core.reply import Reply
 from generic_framework.runtime import Runtime
 
@@ -52,8 +53,10 @@ class PersonaLike(Protocol):
         *,
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
+        options: TurnOptions | None = None,
     ) -> Reply:
-        """Answer one user message (``history``: the earlier messages of a stateless request)."""
+        """Answer one user message (``history``: the earlier messages of a stateless request;
+        ``options``: the client's sampling settings, output format and tools)."""
         ...
 
     def stream(
@@ -62,6 +65,7 @@ class PersonaLike(Protocol):
         *,
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
+        options: TurnOptions | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as events ending with ``Done``; closable (``aclose``)."""
         ...

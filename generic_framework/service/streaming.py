@@ -39,17 +39,20 @@ from generic_framework.service.mapping import (
     completion_id,
     finish_reason,
     reply_citations,
+    reply_tool_calls,
     reply_usage,
     reply_web_search,
 )
 from generic_framework.service.schemas import (
+    AnnotationOut,
     ChatCompletionChunkOut,
     ChunkChoiceOut,
     ChunkDeltaOut,
     ProgressOut,
     ReplySummaryOut,
+    ToolCallDeltaOut,
 )
-from generic_framework.service.sources import sources_footer
+from generic_framework.service.sources import sources_footer, url_citations
 
 __all__ = ["DONE", "KEEPALIVE", "SSE_HEADERS", "StreamWriter", "TurnStream", "turn_stream"]
 
@@ -70,16 +73,28 @@ class StreamWriter:
         conversation_id: the conversation the turn is stored in, if any.
         footer: send the reply's "Sources:" list as a last content delta (``/v1/chat/
             completions``; see :mod:`~generic_framework.service.sources`).
+        include_usage: end with OpenAI's usage chunk (no choice), as
+            ``stream_options.include_usage`` asks.
+
+    The last chunk's delta carries ``annotations`` (OpenAI's ``url_citation``) pointing at the
+    ``[n]`` markers of the text the stream sent, in the offsets of that text.
     """
 
     def __init__(
-        self, model: str, conversation_id: str | None = None, *, footer: bool = False
+        self,
+        model: str,
+        conversation_id: str | None = None,
+        *,
+        footer: bool = False,
+        include_usage: bool = False,
     ) -> None:
         self.id = completion_id()
         self.created = int(time.time())
         self.model = model
         self.conversation_id = conversation_id
         self.footer = footer
+        self.include_usage = include_usage
+        self._sent: list[str] = []
 
     def _frame(self, choice: ChunkChoiceOut, **extra: Any) -> bytes:
         chunk = ChatCompletionChunkOut(
@@ -94,6 +109,7 @@ class StreamWriter:
 
     def text(self, text: str) -> bytes:
         """A content delta."""
+        self._sent.append(text)
         return self._frame(ChunkChoiceOut(delta=ChunkDeltaOut(role="assistant", content=text)))
 
     def event(self, event: PersonaEvent) -> bytes:
@@ -108,17 +124,37 @@ class StreamWriter:
                 event="tool_finished", name=event.name, ok=event.ok, ms=round(event.ms, 1)
             )
             return self._frame(ChunkChoiceOut(), progress=progress)
-        footer = sources_footer(event.reply.citations) if self.footer else ""
-        return (self.text(footer) if footer else b"") + self.done(event.reply)
+        reply = event.reply
+        shown = "".join(self._sent)
+        annotations = url_citations(shown, reply.citations)
+        footer = sources_footer(reply.citations) if self.footer else ""
+        frames = [
+            self.text(footer) if footer else b"",
+            self.calls(reply),
+            self.done(reply, annotations),
+        ]
+        if self.include_usage:
+            frames.append(self.usage(reply))
+        return b"".join(frames)
 
-    def done(self, reply: Reply) -> bytes:
-        """The last chunk: ``finish_reason``, ``usage``, ``web_search`` and the stored reply."""
+    def calls(self, reply: Reply) -> bytes:
+        """The client's tool calls, whole, in one delta (nothing when there are none)."""
+        calls = reply_tool_calls(reply)
+        if not calls:
+            return b""
+        deltas = [ToolCallDeltaOut(index=i, **c.model_dump()) for i, c in enumerate(calls)]
+        return self._frame(ChunkChoiceOut(delta=ChunkDeltaOut(role="assistant", tool_calls=deltas)))
+
+    def done(self, reply: Reply, annotations: list[AnnotationOut] | None = None) -> bytes:
+        """The last chunk: ``finish_reason``, ``annotations``, ``usage``, ``web_search`` and the
+        stored reply."""
         summary = ReplySummaryOut(
             content=reply.content,
             citations=reply_citations(reply),
             stop_reason=reply.stop_reason,
         )
-        choice = ChunkChoiceOut(finish_reason=finish_reason(reply))
+        delta = ChunkDeltaOut(annotations=annotations or None)
+        choice = ChunkChoiceOut(delta=delta, finish_reason=finish_reason(reply))
         return self._frame(
             choice,
             usage=reply_usage(reply),
@@ -126,6 +162,13 @@ class StreamWriter:
             reply=summary,
             conversation_id=self.conversation_id,
         )
+
+    def usage(self, reply: Reply) -> bytes:
+        """OpenAI's usage chunk: no choice, the turn's usage (``include_usage``)."""
+        chunk = ChatCompletionChunkOut(
+            id=self.id, created=self.created, model=self.model, choices=[], usage=reply_usage(reply)
+        )
+        return b"data: " + chunk.model_dump_json(exclude_none=True).encode() + b"\n\n"
 
     @staticmethod
     def error(exc: Exception) -> bytes:
@@ -263,7 +306,8 @@ def turn_stream(
     grace: float,
     keepalive: float,
     footer: bool = False,
+    include_usage: bool = False,
 ) -> TurnStream:
     """The :class:`TurnStream` of a turn's ``events`` (not started: the response runs it)."""
-    writer = StreamWriter(model, conversation_id, footer=footer)
+    writer = StreamWriter(model, conversation_id, footer=footer, include_usage=include_usage)
     return TurnStream(events, writer, grace=grace, keepalive=keepalive)

@@ -232,6 +232,8 @@ class ChatRequest(_Wire):
     temperature: float | None = Field(default=None, ge=0.0, le=1.0)
     top_p: float | None = None
     max_tokens: int | None = None
+    stop: list[str] | None = None
+    response_format: dict[str, str] | None = None
     request_id: str | None = None
     user_id: str | None = None
 

@@ -35,6 +35,8 @@ ALLOWED: dict[str, set[str]] = {
     "cli/output.py": {"rich.console", "rich.markdown"},  # output that is not a terminal
     # The library: loaded when first used.
     "config.py": {"dotenv"},
+    # JSON Schema checks: only for turns that ask for a json_schema answer (55-79 ms).
+    "core/options.py": {"jsonschema", "jsonschema.exceptions", "jsonschema.validators"},
     # The upstream budget shared on PostgreSQL: only with a postgresql:// DATABASE_URL.
     "core/resources.py": {"generic_framework.store.postgres_slots"},
     "runtime.py": {"generic_framework.core.loader"},

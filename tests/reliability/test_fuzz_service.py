@@ -48,13 +48,16 @@ class CheckingPersona(FakePersona):
         *,
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        options: Any = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         check_text(text)
         if conversation_id is not None:
             check_conversation_id(conversation_id)
         if history is not None:
             foreign_history(history)
-        return super().stream(text, conversation_id=conversation_id, history=history)
+        return super().stream(
+            text, conversation_id=conversation_id, history=history, options=options
+        )
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
+from generic_framework.core.options import TurnOptions
 from generic_framework.core.reply import Citation, Reply
 from generic_framework.wire.messages import AssistantMessage, Usage, UserMessage
 
@@ -76,6 +77,7 @@ class FakePersona:
         self.error_after = error_after
         self.calls: list[tuple[str, str | None]] = []
         self.histories: list[list[dict[str, Any]] | None] = []
+        self.options: list[TurnOptions | None] = []
 
     async def respond(
         self,
@@ -83,8 +85,9 @@ class FakePersona:
         *,
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        options: TurnOptions | None = None,
     ) -> Reply:
-        turn = self.stream(text, conversation_id=conversation_id, history=history)
+        turn = self.stream(text, conversation_id=conversation_id, history=history, options=options)
         async with contextlib.aclosing(turn) as it:
             async for event in it:
                 if isinstance(event, Done):
@@ -97,8 +100,10 @@ class FakePersona:
         *,
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        options: TurnOptions | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         self.calls.append((text, conversation_id))
+        self.options.append(options)
         self.histories.append(None if history is None else [dict(m) for m in history])
         for index, event in enumerate(self.events):
             if self.error is not None and index == self.error_after:

@@ -71,10 +71,19 @@ async def test_completion_has_openai_shape_and_zai_web_search(client_for: Client
     body = response.json()
     assert body["object"] == "chat.completion"
     assert body["model"] == "scout"
+    content = "Light rain and 9 degrees [1]." + FOOTER
+    citation = {
+        "url": "https://weather.example.org/nanaimo",
+        "title": "Nanaimo weather",
+        "start_index": 25,
+        "end_index": 28,
+    }
     assert body["choices"][0]["message"] == {
         "role": "assistant",
-        "content": "Light rain and 9 degrees [1]." + FOOTER,
+        "content": content,
+        "annotations": [{"type": "url_citation", "url_citation": citation}],
     }
+    assert content[25:28] == "[1]"
     assert body["choices"][0]["finish_reason"] == "stop"
     assert body["usage"] == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     assert body["web_search"] == [

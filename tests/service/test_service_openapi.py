@@ -29,6 +29,7 @@ async def test_document_covers_the_api(client_for: Client) -> None:
     assert doc["openapi"].startswith("3.1")
     assert {
         ("/v1/models", "get"),
+        ("/v1/models/{model}", "get"),
         ("/v1/bot", "get"),
         ("/v1/conversations", "get"),
         ("/v1/chat/completions", "post"),

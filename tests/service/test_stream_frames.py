@@ -33,8 +33,10 @@ class PacedPersona(FakePersona):
         *,
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        options: Any = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
-        async for event in super().stream(text, conversation_id=conversation_id, history=history):
+        turn = super().stream(text, conversation_id=conversation_id, history=history)
+        async for event in turn:
             await asyncio.sleep(self.pause)
             yield event
 
