@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import statistics
@@ -90,6 +91,8 @@ class UpgradeResult:
     statuses: dict[str, int] = field(default_factory=dict)
     by_kind: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    longest_without_success: float = 0.0
+    """Seconds: the longest time between two successful requests' ends (an outage's length)."""
     upgrade: dict[str, Any] = field(default_factory=dict)
     latency_ms: dict[str, dict[str, float]] = field(default_factory=dict)
     conversations: int = 0
@@ -200,6 +203,13 @@ class Load:
             return self.now(), began, ended, code
 
 
+def outage(records: list[Request]) -> float:
+    """The longest time between two successful requests' ends (the first success's time when
+    only one request succeeded; the run's length is not known here)."""
+    ends = sorted(r.started + r.seconds for r in records if r.ok)
+    return max((b - a for a, b in itertools.pairwise(ends)), default=0.0)
+
+
 def _whole(text: str, stream: bool) -> bool:
     if not stream:
         try:
@@ -258,6 +268,7 @@ def summarise(
         acknowledged_turns=sum(load.acknowledged.values()),
     )
     result.latency_ms["all"] = latency(records)
+    result.longest_without_success = round(outage(records), 1)
     if began is not None and ended is not None:
         during = [r for r in records if began <= r.started <= ended]
         result.upgrade = {
@@ -298,6 +309,7 @@ def render(result: UpgradeResult) -> str:
     lines = [
         f"load: {result.requests} requests in {result.seconds} s, {result.failed} failed, "
         f"statuses {result.statuses}, kinds {result.by_kind}",
+        f"  longest time between two successful requests: {result.longest_without_success} s",
         f"  all:            {fmt(result.latency_ms['all'])}",
     ]
     if up:
