@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import itertools
 import json
 import os
@@ -37,6 +38,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,8 @@ from typing import Any
 import httpx
 
 QUESTION = "What is the capital of Canada?"
+Action = Callable[[], Awaitable[int]]
+"""The upgrade: returns its exit code (0: done) once the rollout has finished."""
 KINDS = ("turn", "completion", "turn-stream", "completion-stream")
 
 
@@ -178,9 +182,14 @@ class Load:
             await self.one(client, worker, kind, cid)
             n += 1
 
-    async def run(self) -> tuple[float, float | None, float | None, int | None]:
-        """Drive the load; the run's length, the command's start and end, its exit code."""
+    async def run(
+        self, action: Action | None = None
+    ) -> tuple[float, float | None, float | None, int | None]:
+        """Drive the load around ``action`` (the ``during`` command when omitted); the run's
+        length, the action's start and end, its exit code."""
         c = self.config
+        if action is None and c.during:
+            action = functools.partial(shell, c.during)
         limits = httpx.Limits(max_connections=c.workers, max_keepalive_connections=c.workers)
         headers = {"Authorization": f"Bearer {self.token}"}
         async with httpx.AsyncClient(headers=headers, limits=limits, timeout=c.timeout) as client:
@@ -188,13 +197,9 @@ class Load:
             began = ended = code = None
             try:
                 await asyncio.sleep(c.before)
-                if c.during:
+                if action is not None:
                     began = self.now()
-                    # Its output goes to stderr: stdout stays the summary (or the JSON).
-                    command = await asyncio.create_subprocess_shell(
-                        c.during, stdout=sys.stderr.fileno()
-                    )
-                    code = await command.wait()
+                    code = await action()
                     ended = self.now()
                     await asyncio.sleep(c.after)
             finally:
@@ -208,6 +213,13 @@ def outage(records: list[Request]) -> float:
     only one request succeeded; the run's length is not known here)."""
     ends = sorted(r.started + r.seconds for r in records if r.ok)
     return max((b - a for a, b in itertools.pairwise(ends)), default=0.0)
+
+
+async def shell(command: str) -> int:
+    """Run ``command`` in a shell; its exit code. Its output goes to stderr: stdout stays the
+    summary (or the JSON)."""
+    process = await asyncio.create_subprocess_shell(command, stdout=sys.stderr.fileno())
+    return await process.wait()
 
 
 def _whole(text: str, stream: bool) -> bool:
@@ -289,10 +301,12 @@ def summarise(
     return result
 
 
-async def run_upgrade_load(config: UpgradeConfig, token: str) -> tuple[UpgradeResult, Load]:
-    """Run the load (and the ``during`` command), then the stored-turn checks."""
+async def run_upgrade_load(
+    config: UpgradeConfig, token: str, action: Action | None = None
+) -> tuple[UpgradeResult, Load]:
+    """Run the load around ``action`` (or the ``during`` command), then the stored-turn checks."""
     load = Load(config, token)
-    timing = await load.run()
+    timing = await load.run(action)
     result = summarise(load, timing)
     await check_stored(load, result)
     return result, load
