@@ -150,6 +150,8 @@ class Settings(BaseModel):
     bot_stream_grace: float = Field(default=1.0, ge=0, le=10, allow_inf_nan=False)
     bot_stream_keepalive: float = Field(default=15.0, gt=0, le=300, allow_inf_nan=False)
     bot_sources_footer: bool = True
+    bot_drain_delay: float = Field(default=0.0, ge=0, le=600, allow_inf_nan=False)
+    bot_shutdown_timeout: float = Field(default=8.0, ge=0, le=3600, allow_inf_nan=False)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     otel_instrumentation_genai_capture_message_content: bool = False

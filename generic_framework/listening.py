@@ -105,10 +105,15 @@ class Server(uvicorn.Server):
                             url_host(host), port)  # fmt: skip
 
 
-def serve(config: uvicorn.Config, sockets: list[socket.socket]) -> None:
-    """Serve ``config``'s app on ``sockets`` (from :func:`listen`) until stopped; closes them."""
+def serve(
+    config: uvicorn.Config, sockets: list[socket.socket], server: Server | None = None
+) -> None:
+    """Serve ``config``'s app on ``sockets`` (from :func:`listen`) until stopped; closes them.
+
+    ``server``: the :class:`Server` to run (one over ``config`` when omitted).
+    """
     try:
-        Server(config).run(sockets=sockets)
+        (server or Server(config)).run(sockets=sockets)
     finally:
         for sock in sockets:
             sock.close()

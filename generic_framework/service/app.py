@@ -113,13 +113,18 @@ async def _readiness(state: ServiceState, probe: UpstreamProbe) -> dict[str, str
 async def _readyz(request: Request) -> Response:
     """Ready when this replica can serve: its store answers and it has personas. The upstream's
     state is reported (``degraded``, and the ``upstream_reachable`` gauge) but does not take the
-    replica out of a proxy's rotation: the page, the history and the API's errors still work."""
+    replica out of a proxy's rotation: the page, the history and the API's errors still work.
+    A draining replica (stopping: SIGTERM with ``BOT_DRAIN_DELAY``) is not ready, whatever its
+    checks say, so the proxy sends it nothing new before it stops accepting connections."""
     state = state_of(request)
     checks = await _readiness(state, request.app.state.upstream_probe)
     upstream_ok = checks["upstream"].startswith("ok")
     state.runtime.telemetry.metrics.upstream_reachable(upstream_ok)
     ready = checks["store"].startswith("ok") and checks["personas"].startswith("ok")
-    body: dict[str, object] = {"status": "ready" if ready else "not ready", "checks": checks}
+    status = "ready" if ready else "not ready"
+    if state.drain.draining:
+        ready, status = False, "draining"
+    body: dict[str, object] = {"status": status, "checks": checks}
     if not upstream_ok:
         body["degraded"] = ["upstream"]
     return JSONResponse(body, status_code=200 if ready else 503)

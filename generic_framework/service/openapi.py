@@ -121,8 +121,9 @@ def _paths() -> dict[str, Any]:
         "/readyz": {
             "get": _op(
                 "Readiness: the store answers a query and personas are loaded; an upstream that "
-                "accepts no connection is reported in 'degraded', still 200",
-                {"200": _ok(ReadyOut), "503": _ok(ReadyOut, "Not ready")},
+                "accepts no connection is reported in 'degraded', still 200; 503 'draining' "
+                "while the service stops (SIGTERM)",
+                {"200": _ok(ReadyOut), "503": _ok(ReadyOut, "Not ready, or draining")},
                 public=True,
             )
         },

@@ -559,9 +559,10 @@ class HealthOut(BaseModel):
 
 class ReadyOut(BaseModel):
     """``GET /readyz``: each check's verdict. 503 unless the store and the personas pass; a
-    failing upstream is listed in ``degraded`` (absent when nothing is) and keeps the 200."""
+    failing upstream is listed in ``degraded`` (absent when nothing is) and keeps the 200.
+    503 ``draining`` while the service is stopping (SIGTERM), whatever the checks say."""
 
-    status: Literal["ready", "not ready"]
+    status: Literal["ready", "not ready", "draining"]
     checks: dict[str, str]
     degraded: list[Literal["upstream"]] = Field(default_factory=list)
 

@@ -16,8 +16,12 @@ Limits, and why:
   connections and tasks at once (beyond that uvicorn answers 503 at once, so a flood cannot
   exhaust file descriptors). Upstream calls are capped separately by ``LLM_MAX_CONCURRENCY``,
   where excess calls wait in a queue.
-- On SIGTERM, running requests get :data:`GRACEFUL_SHUTDOWN` seconds (under Docker's default
-  10 s stop timeout) to finish.
+- On SIGTERM (or Ctrl-C) the service first drains for ``BOT_DRAIN_DELAY`` seconds (default
+  0): ``/readyz`` answers 503 ``draining``, so a proxy checking it stops sending new requests,
+  while everything that still arrives is served (:class:`DrainingServer`). Then it stops
+  accepting connections, and running requests get ``BOT_SHUTDOWN_TIMEOUT`` seconds (default 8,
+  under Docker's default 10 s stop timeout) to finish before they are cancelled. A second
+  signal ends the drain at once. A rolling upgrade relies on both (docs/design/0610).
 - uvicorn's log records (the access log quotes request paths) go through
   :func:`~generic_framework.redaction.redact`, like every other log line.
 """
@@ -31,6 +35,8 @@ import ipaddress
 import json
 import logging
 import os
+import time
+from types import FrameType
 from typing import Any
 
 import h11
@@ -41,22 +47,23 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from generic_framework.config import Settings
 from generic_framework.errors import ConfigError
 from generic_framework.limits import check_bind_host
-from generic_framework.listening import listen, serve
+from generic_framework.listening import Server, listen, serve
 from generic_framework.runtime import Runtime
 from generic_framework.service.app import create_app
 from generic_framework.service.errors import error_body
 from generic_framework.service.sole import sole_sqlite_service
+from generic_framework.service.state import Drain, ServiceState
 from generic_framework.telemetry.logs import configure_logging, redact_uvicorn_logs
 from generic_framework.telemetry.tracing import setup_tracing
 
 logger = logging.getLogger("generic_framework.service")
 
 __all__ = [
-    "GRACEFUL_SHUTDOWN",
     "HEAD_TIMEOUT",
     "KEEP_ALIVE_TIMEOUT",
     "MAX_CONNECTIONS",
     "MAX_HEAD_BYTES",
+    "DrainingServer",
     "check_bind",
     "is_loopback",
     "run",
@@ -67,7 +74,6 @@ HEAD_TIMEOUT = 10.0
 KEEP_ALIVE_TIMEOUT = 5
 MAX_HEAD_BYTES = 16 * 1024
 MAX_CONNECTIONS = 1000
-GRACEFUL_SHUTDOWN = 8
 
 
 def is_loopback(host: str) -> bool:
@@ -193,6 +199,44 @@ def _send_error(protocol: H11Protocol, status: int, message: str) -> None:
     protocol.transport.close()
 
 
+class DrainingServer(Server):
+    """uvicorn's server, draining for ``delay`` seconds on the first SIGTERM or SIGINT.
+
+    uvicorn stops accepting connections as soon as a signal arrives, while a proxy still
+    counts the replica as up until its next failed checks; requests sent to it meanwhile meet a
+    refused connection (or an idle connection closing under them). Here the first signal only
+    begins ``drain`` (``/readyz`` answers 503 ``draining``) and the server keeps serving
+    everything that arrives; after ``delay`` seconds uvicorn's own shutdown runs (stop
+    accepting, finish running requests within ``timeout_graceful_shutdown``, then the
+    lifespan's shutdown), and the signal is re-raised at the end as uvicorn does. A second
+    signal during the drain starts that shutdown at once. ``delay`` 0: uvicorn's behaviour.
+    """
+
+    def __init__(self, config: uvicorn.Config, drain: Drain, delay: float) -> None:
+        super().__init__(config)
+        self.drain = drain
+        self.delay = delay
+        self._drain_ends: float | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.delay > 0 and self._drain_ends is None and self.started and not self.should_exit:
+            self._captured_signals.append(sig)  # re-raised once uvicorn has shut down
+            self._drain_ends = time.monotonic() + self.delay
+            self.drain.begin()
+            logger.info(
+                "draining: /readyz answers 503; serving %g s more, then closing (signal %d)",
+                self.delay,
+                sig,
+            )
+            return
+        super().handle_exit(sig, frame)
+
+    async def on_tick(self, counter: int) -> bool:
+        if self._drain_ends is not None and time.monotonic() >= self._drain_ends:
+            self.should_exit = True
+        return await super().on_tick(counter)
+
+
 def uvicorn_config(
     app: ASGIApp, settings: Settings, host: str, port: int, **overrides: Any
 ) -> uvicorn.Config:
@@ -206,7 +250,7 @@ def uvicorn_config(
         "timeout_keep_alive": KEEP_ALIVE_TIMEOUT,
         "h11_max_incomplete_event_size": MAX_HEAD_BYTES,
         "limit_concurrency": MAX_CONNECTIONS,
-        "timeout_graceful_shutdown": GRACEFUL_SHUTDOWN,
+        "timeout_graceful_shutdown": settings.bot_shutdown_timeout,
         "log_level": settings.log_level.lower(),
         "server_header": False,
         # The client's address behind a proxy is the app's (BOT_TRUSTED_PROXIES,
@@ -275,11 +319,13 @@ def _run(settings: Settings, host: str, port: int, offline_notice: str | None) -
             logger.warning("%s", offline_notice)
         app = create_app(settings, environ=os.environ, offline=offline_notice is not None)
         config = uvicorn_config(app, settings, host, port)
+        state: ServiceState = app.state.service
+        server = DrainingServer(config, state.drain, settings.bot_drain_delay)
     except BaseException:
         for sock in sockets:
             sock.close()
         raise
-    serve(config, sockets)
+    serve(config, sockets, server)
 
 
 def _checked_host(host: str) -> str:

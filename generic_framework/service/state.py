@@ -21,7 +21,7 @@ from generic_framework.core.options import TurnOptions
 from generic_framework.core.reply import Reply
 from generic_framework.runtime import Runtime
 
-__all__ = ["PersonaLike", "ServiceState", "state_of"]
+__all__ = ["Drain", "PersonaLike", "ServiceState", "state_of"]
 
 
 class PersonaLike(Protocol):
@@ -71,6 +71,29 @@ class PersonaLike(Protocol):
         ...
 
 
+class Drain:
+    """Whether the service is draining: stopping, but still serving for a while.
+
+    ``serve`` begins the drain on SIGTERM (:class:`~generic_framework.service.server.
+    DrainingServer`): from then on ``/readyz`` answers 503 ``draining``, so a proxy checking it
+    sends the replica no new request, while the requests it still gets are served as before.
+    """
+
+    __slots__ = ("_draining",)
+
+    def __init__(self) -> None:
+        self._draining = False
+
+    @property
+    def draining(self) -> bool:
+        """True once :meth:`begin` was called."""
+        return self._draining
+
+    def begin(self) -> None:
+        """Start draining (for good: a draining service only stops)."""
+        self._draining = True
+
+
 @dataclass(frozen=True, slots=True)
 class ServiceState:
     """The service's shared objects, kept on ``app.state.service``.
@@ -84,6 +107,7 @@ class ServiceState:
         default_persona: the persona offered first (``GET /v1/bot``; service/info.py).
         examples: offline, persona name -> the questions the mock has recorded answers for
             with that persona (best demonstrations first); empty online.
+        drain: whether the service is stopping (``/readyz`` then answers 503 ``draining``).
     """
 
     runtime: Runtime
@@ -92,6 +116,7 @@ class ServiceState:
     offline: bool = False
     default_persona: str | None = None
     examples: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    drain: Drain = field(default_factory=Drain)
 
     @property
     def settings(self) -> Settings:

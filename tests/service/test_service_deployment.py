@@ -130,6 +130,9 @@ def test_proxy_balances_healthy_replicas_without_buffering_and_with_long_timeout
     lines = {" ".join(line.split()) for line in cfg.splitlines()}
     assert "option httpchk GET /readyz" in lines and "balance roundrobin" in lines
     assert "server-template bot 10 bot:8080" in lines
+    # A replica compose has just started is in DNS before it listens: a refused connection is
+    # retried on another replica at once, not on the same one (docs/reliability.md, section 10).
+    assert "option redispatch 1" in lines and "retries 2" in lines
     assert "timeout server 10m" in lines and "timeout client 10m" in lines
     assert "nameserver dns 127.0.0.11:53" in lines
     for buffering in ("http-buffer-request", "compression"):

@@ -1,0 +1,166 @@
+"""Stopping `serve` without losing a request: the drain on SIGTERM and the shutdown timeout.
+
+Real processes (the mock with a latency, the bot through the CLI). A proxy checking ``/readyz``
+must see the replica not ready before the replica stops accepting connections, and a turn
+running when the signal came must finish and be stored (docs/design/0610).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from service_processes import TOKEN, Process, bot_process, mock_process
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+CAPITAL = "What is the capital of Canada?"
+
+
+def _post_turn(bot: Process, conversation: str, timeout: float = 30) -> httpx.Response:
+    return httpx.post(
+        f"{bot.url}/v1/conversations/{conversation}/messages",
+        json={"persona": "scout", "content": CAPITAL},
+        headers=AUTH,
+        timeout=timeout,
+    )
+
+
+def _in_thread(results: dict[str, object], name: str, bot: Process) -> threading.Thread:
+    def run() -> None:
+        try:
+            results[name] = _post_turn(bot, name)
+        except httpx.TransportError as exc:
+            results[name] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _refused(bot: Process) -> bool:
+    try:
+        httpx.get(f"{bot.url}/healthz", timeout=2)
+    except httpx.ConnectError:
+        return True
+    return False
+
+
+def _signal(bot: Process, sig: int = signal.SIGTERM) -> None:
+    assert bot.proc is not None
+    bot.proc.send_signal(sig)
+
+
+def _wait_refused(bot: Process, seconds: float) -> float:
+    """Seconds until a new connection is refused (fails after ``seconds``)."""
+    start = time.monotonic()
+    while not _refused(bot):
+        assert time.monotonic() - start < seconds, "the service still accepts connections"
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def _exit_code(bot: Process, seconds: float) -> int | None:
+    assert bot.proc is not None
+    return bot.proc.wait(seconds)
+
+
+@pytest.mark.slow
+def test_sigterm_drains_first_then_finishes_the_running_turns(tmp_path: Path) -> None:
+    with mock_process(tmp_path, latency_ms=1500) as mock:
+        bot = bot_process(tmp_path, mock, BOT_DRAIN_DELAY="2", BOT_SHUTDOWN_TIMEOUT="10").start()
+        try:
+            results: dict[str, object] = {}
+            before = _in_thread(results, "before", bot)  # running when the signal comes
+            time.sleep(0.3)
+            signalled = time.monotonic()
+            _signal(bot)
+            time.sleep(0.2)
+            # Draining: not ready (a proxy takes the replica out), alive, still serving.
+            ready = httpx.get(f"{bot.url}/readyz", timeout=5)
+            assert ready.status_code == 503 and ready.json()["status"] == "draining"
+            assert ready.json()["checks"]["store"] == "ok"
+            assert httpx.get(f"{bot.url}/healthz", timeout=5).status_code == 200
+            # A request that still arrives (the proxy has not noticed yet) is served: it is
+            # accepted during the drain and runs past its end.
+            during = _in_thread(results, "during", bot)
+            _wait_refused(bot, 10)
+            refused_after = time.monotonic() - signalled
+            assert refused_after >= 2 - 0.1, refused_after  # not before the drain's end
+            before.join(30)
+            during.join(30)
+            assert _exit_code(bot, 15) is not None
+        finally:
+            bot.stop()
+        for name in ("before", "during"):
+            response = results[name]
+            assert isinstance(response, httpx.Response), (name, response)
+            assert response.status_code == 200 and "Ottawa" in response.json()["content"]
+        log = bot.log.read_text()
+        assert "draining: /readyz answers 503; serving 2 s more" in log
+        # Both turns are stored whole: a new process on the same data reads them.
+        bot = bot_process(tmp_path, mock).start()
+        try:
+            for name in ("before", "during"):
+                stored = httpx.get(f"{bot.url}/v1/conversations/{name}", headers=AUTH).json()
+                assert [(m["turn"], m["role"]) for m in stored["messages"]] == [
+                    (1, "user"),
+                    (1, "assistant"),
+                ]
+        finally:
+            bot.stop()
+
+
+@pytest.mark.slow
+def test_a_second_signal_ends_the_drain_at_once(tmp_path: Path) -> None:
+    with mock_process(tmp_path) as mock:
+        bot = bot_process(tmp_path, mock, BOT_DRAIN_DELAY="60").start()
+        try:
+            _signal(bot)
+            time.sleep(0.3)
+            assert httpx.get(f"{bot.url}/readyz", timeout=5).json()["status"] == "draining"
+            assert not _refused(bot)
+            started = time.monotonic()
+            _signal(bot, signal.SIGINT)
+            assert _exit_code(bot, 10) is not None
+            assert time.monotonic() - started < 5
+        finally:
+            bot.stop()
+
+
+@pytest.mark.slow
+def test_without_a_drain_the_service_stops_accepting_at_once(tmp_path: Path) -> None:
+    with mock_process(tmp_path) as mock:
+        bot = bot_process(tmp_path, mock).start()  # BOT_DRAIN_DELAY: 0 by default
+        try:
+            assert httpx.get(f"{bot.url}/readyz", timeout=5).status_code == 200
+            _signal(bot)
+            assert _wait_refused(bot, 5) < 1.5
+            assert _exit_code(bot, 10) is not None
+        finally:
+            bot.stop()
+        assert "draining" not in bot.log.read_text()
+
+
+@pytest.mark.slow
+def test_the_shutdown_timeout_bounds_how_long_running_turns_may_take(tmp_path: Path) -> None:
+    with mock_process(tmp_path, latency_ms=4000) as mock:
+        bot = bot_process(tmp_path, mock, BOT_SHUTDOWN_TIMEOUT="0.5").start()
+        try:
+            results: dict[str, object] = {}
+            turn = _in_thread(results, "cut", bot)
+            time.sleep(0.5)
+            started = time.monotonic()
+            _signal(bot)
+            assert _exit_code(bot, 10) is not None
+            stopped_after = time.monotonic() - started
+            turn.join(30)
+        finally:
+            bot.stop()
+        # The turn needed 3.5 s more; the process gave it 0.5 s, then cancelled it.
+        assert stopped_after < 3, stopped_after
+        response = results["cut"]
+        assert not (isinstance(response, httpx.Response) and response.status_code == 200)
