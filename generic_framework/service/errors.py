@@ -17,7 +17,8 @@ table):
 error (Z.AI business codes)                ``type``               ``code`` without one       retry
 ====================================  ===  =====================  =========================  =====
 ContentFilterError 1301               400  invalid_request_error  content_filter
-BadRequestError 1210-1215, 1261, 400  400  invalid_request_error  upstream_bad_request
+ContextTooLongError 1261 (too long)   400  invalid_request_error  context_length_exceeded*   never
+BadRequestError 1210-1215, 400        400  invalid_request_error  upstream_bad_request
 BadRequestError 1220 (no permission)  403  permission_error       upstream_no_permission     never
 NotFoundError 1211 (unknown model)    400  invalid_request_error  model_not_found
 AuthenticationError 1000-1004, 401    403  permission_error       upstream_auth_failed       never
@@ -37,6 +38,10 @@ APITimeoutError                       504  upstream_error         upstream_timeo
 ConfigError                           500  server_error           configuration_error        never
 any other exception                   500  server_error           internal_error
 ====================================  ===  =====================  =========================  =====
+
+``*`` OpenAI's own code, whatever the business code: clients (LangChain, LiteLLM, openai-agents)
+recognise a context overflow by it. The turn has already sent the call once more without its
+oldest history turns (core/overflow.py), so the same request would fail the same way.
 
 The embedded mock's "no recorded answer" (offline mode, ``mock_no_match``) is answered 400
 ``invalid_request_error`` with code ``offline_not_recorded`` and a plain message saying that
@@ -86,6 +91,7 @@ from generic_framework.wire.errors import (
     AuthenticationError,
     BadRequestError,
     ContentFilterError,
+    ContextTooLongError,
     InsufficientBalanceError,
     NotFoundError,
     QuotaExceededError,
@@ -177,6 +183,7 @@ class _Rule:
     summary: str
     codes: frozenset[str] = frozenset()  # only these business codes; empty: any
     retry: Literal["client", "wait", "never"] = "client"
+    own_code: bool = False  # ``code`` even when the error carries a business code
 
 
 def _only(*codes: str) -> frozenset[str]:
@@ -190,6 +197,9 @@ _INVALID, _PERMISSION, _UPSTREAM_TYPE = (
 )
 _RULES: tuple[_Rule, ...] = (
     _Rule(ContentFilterError, 400, _INVALID, "content_filter", "content moderation refused it"),
+    _Rule(ContextTooLongError, 400, _INVALID, "context_length_exceeded",
+          "the conversation is too long for the model's context window", retry="never",
+          own_code=True),
     _Rule(BadRequestError, 403, _PERMISSION, "upstream_no_permission",
           "the API key may not use this", _only("1220"), "never"),
     _Rule(BadRequestError, 400, _INVALID, "upstream_bad_request",
@@ -284,7 +294,7 @@ def map_exception(exc: BaseException) -> ServiceError:
             rule.status,
             f"{rule.summary}: {exc}",
             type_=rule.type,
-            code=exc.code or rule.code,
+            code=rule.code if rule.own_code else exc.code or rule.code,
             headers=_retry_headers(rule, exc),
         )
     if isinstance(exc, ConfigError):
