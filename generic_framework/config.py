@@ -35,9 +35,12 @@ from generic_framework.limits import (
     BaseURL,
     BindHost,
     BodyBytes,
+    HeaderName,
     HostList,
     ModelId,
+    Network,
     Port,
+    ProxyList,
     Recency,
     SearchCount,
     Seconds,
@@ -45,6 +48,7 @@ from generic_framework.limits import (
     ThinkingMode,
     ToolRounds,
     check_persona_name,
+    trusted_networks,
     wording,
 )
 from generic_framework.redaction import redact_url, register_secret
@@ -136,6 +140,12 @@ class Settings(BaseModel):
     bot_stream_grace: float = Field(default=1.0, ge=0, le=10, allow_inf_nan=False)
     bot_stream_keepalive: float = Field(default=15.0, gt=0, le=300, allow_inf_nan=False)
     bot_sources_footer: bool = True
+    bot_trusted_user_header: HeaderName | None = None
+    bot_trusted_proxies: ProxyList = ""
+    bot_auto_create_users: bool = False
+    bot_default_rpm: int = Field(default=0, ge=0)
+    bot_default_daily_tokens: int = Field(default=0, ge=0)
+    bot_default_daily_searches: int = Field(default=0, ge=0)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     otel_instrumentation_genai_capture_message_content: bool = False
@@ -194,6 +204,7 @@ class Settings(BaseModel):
         "llm_thinking",
         "web_search_mcp_url",
         "bot_default_persona",
+        "bot_trusted_user_header",
         mode="before",
     )
     @classmethod
@@ -226,6 +237,20 @@ class Settings(BaseModel):
     def cors_origins(self) -> tuple[str, ...]:
         """``BOT_CORS_ORIGINS`` as a tuple of origins (``("*",)`` allows any)."""
         return tuple(o.strip().rstrip("/") for o in self.bot_cors_origins.split(",") if o.strip())
+
+    @property
+    def trusted_proxies(self) -> tuple[Network, ...]:
+        """``BOT_TRUSTED_PROXIES`` as networks (``limits.trusted_networks``)."""
+        return trusted_networks(self.bot_trusted_proxies)
+
+    @property
+    def default_limits(self) -> tuple[int, int, int]:
+        """``BOT_DEFAULT_RPM``, ``BOT_DEFAULT_DAILY_TOKENS``, ``BOT_DEFAULT_DAILY_SEARCHES``."""
+        return (
+            self.bot_default_rpm,
+            self.bot_default_daily_tokens,
+            self.bot_default_daily_searches,
+        )
 
     @property
     def has_api_key(self) -> bool:

@@ -40,10 +40,13 @@ __all__ = [
     "BindHost",
     "BodyBytes",
     "ConversationId",
+    "HeaderName",
     "HostList",
     "ModelId",
+    "Network",
     "PersonaName",
     "Port",
+    "ProxyList",
     "Recency",
     "SearchCount",
     "Seconds",
@@ -53,12 +56,15 @@ __all__ = [
     "check_base_url",
     "check_bind_host",
     "check_conversation_id",
+    "check_header_name",
     "check_host_list",
     "check_model_id",
     "check_persona_name",
     "check_port",
+    "check_proxy_list",
     "check_text",
     "shown",
+    "trusted_networks",
     "wording",
 ]
 
@@ -294,6 +300,56 @@ def check_host_list(value: str) -> str:
     return ",".join(checked)
 
 
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def trusted_networks(value: str) -> tuple[Network, ...]:
+    """The networks of ``BOT_TRUSTED_PROXIES``: comma-separated CIDRs or single addresses
+    (``10.0.0.0/8,::1``); the one parser of that setting.
+
+    Raises:
+        ValueError: an entry is not an address or a network.
+    """
+    found = []
+    for part in (p.strip() for p in value.split(",")):
+        if not part:
+            continue
+        try:
+            found.append(ipaddress.ip_network(part, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"must be IP addresses or CIDR networks separated by commas (e.g. "
+                f"10.0.0.0/8,127.0.0.1); {shown(part)} is neither"
+            ) from None
+    return tuple(found)
+
+
+def check_proxy_list(value: str) -> str:
+    """``value`` (``BOT_TRUSTED_PROXIES``) normalised: the networks of :func:`trusted_networks`.
+
+    Raises:
+        ValueError: an entry is not an address or a network.
+    """
+    return ",".join(str(n) for n in trusted_networks(value))
+
+
+_HEADER = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")
+
+
+def check_header_name(value: str) -> str:
+    """``value`` (``BOT_TRUSTED_USER_HEADER``) if it is an HTTP header name, in lower case.
+
+    Raises:
+        ValueError: it is not, or it is one the service reads itself.
+    """
+    name = value.strip().lower()
+    if not _HEADER.fullmatch(name):
+        raise ValueError(f"must be an HTTP header name like X-Forwarded-Email (got {shown(value)})")
+    if name in {"authorization", "host", "origin", "content-type", "content-length", "cookie"}:
+        raise ValueError(f"{shown(value)} is a header the service reads for another purpose")
+    return name
+
+
 # ------------------------------------------------------------------------------ pydantic types
 
 
@@ -323,6 +379,8 @@ ModelId = Annotated[
 BaseURL = Annotated[str, _as_pydantic(check_base_url, "invalid_url")]
 BindHost = Annotated[str, _as_pydantic(check_bind_host, "invalid_host")]
 HostList = Annotated[str, _as_pydantic(check_host_list, "invalid_host_list")]
+ProxyList = Annotated[str, _as_pydantic(check_proxy_list, "invalid_proxy_list")]
+HeaderName = Annotated[str, _as_pydantic(check_header_name, "invalid_header_name")]
 
 # ------------------------------------------------------------------------------ wording
 

@@ -243,7 +243,10 @@ class TurnEngine:
             messages.append(self._forced)
         # A shallow copy of the per-persona template: the messages are already validated wire
         # models, so nothing is re-validated or deep-copied per round.
-        return self._request.model_copy(update={"messages": messages, "tools": tools})
+        update: dict[str, object] = {"messages": messages, "tools": tools}
+        if turn.upstream_user is not None:
+            update["user_id"] = turn.upstream_user
+        return self._request.model_copy(update=update)
 
     async def _complete(self, turn: Turn, request: ChatRequest) -> ChatCompletion:
         """Step 2 of ``respond()``: :meth:`_call_llm` not streamed, its completion counted."""

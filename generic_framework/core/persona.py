@@ -41,8 +41,9 @@ from generic_framework.core.tooling import (
 )
 from generic_framework.core.turn import Turn, turn_record
 from generic_framework.errors import ToolLoopError
-from generic_framework.limits import check_conversation_id, check_text
+from generic_framework.limits import check_text
 from generic_framework.mcp_tools.spec import MCPServerSpec
+from generic_framework.store.users import Caller, check_conversation_key, pseudonym
 from generic_framework.tools.base import FunctionTool, Tool
 from generic_framework.tools.search import SearchFunction
 from generic_framework.tools.web_search import WebSearch
@@ -252,27 +253,34 @@ class Persona(TurnEngine):
         *,
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
+        caller: Caller | None = None,
     ) -> Reply:
         """Answer one user message; with ``conversation_id``, in that stored conversation.
 
         Args:
             text: the user's message.
-            conversation_id: a stored conversation whose history is used and extended.
+            conversation_id: a stored conversation whose history is used and extended: an id
+                (the bootstrap admin's conversation, as the CLI's), or a user's conversation
+                key (:func:`~generic_framework.store.users.conversation_key`).
             history: instead, the earlier messages as OpenAI-style dicts (``{"role": "user",
                 "content": "..."}``; :mod:`generic_framework.core.history` has the rules):
                 sanitised and trimmed to ``HISTORY_TURNS`` like a stored history; its system
                 messages follow the persona's prompt. Nothing is stored.
+            caller: who asks (the service's signed-in user): the stored record keeps their
+                user and key ids, and the upstream request carries their stable pseudonym as
+                ``user_id`` (:func:`~generic_framework.store.users.pseudonym`).
 
         Raises:
             ValueError: ``text`` is not UTF-8 text, ``conversation_id`` breaks the rule of
-                :func:`~generic_framework.limits.check_conversation_id`, both
+                :func:`~generic_framework.store.users.check_conversation_key`, both
                 ``conversation_id`` and ``history`` are given, or ``history`` is invalid or
                 has system messages the persona refuses (``allow_client_system = false``);
                 nothing was sent.
             GLMError: the API failed for good (after retries); nothing is stored then.
         """
         reply: Reply | None = None
-        async for event in self._run_turn(text, conversation_id, history, stream=False):
+        turn = self._run_turn(text, conversation_id, history, caller, stream=False)
+        async for event in turn:
             if isinstance(event, Done):
                 reply = event.reply
         if reply is None:
@@ -285,6 +293,7 @@ class Persona(TurnEngine):
         *,
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
+        caller: Caller | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as a stream of events, ending with ``Done(reply)``.
 
@@ -293,7 +302,7 @@ class Persona(TurnEngine):
         Invalid arguments raise the :class:`ValueError` of :meth:`respond` on the first
         iteration, before anything is sent.
         """
-        return self._run_turn(text, conversation_id, history, stream=True)
+        return self._run_turn(text, conversation_id, history, caller, stream=True)
 
     async def aclose(self) -> None:
         """Close the runtime this persona opened itself (a shared runtime stays open)."""
@@ -320,7 +329,9 @@ class Persona(TurnEngine):
     def _foreign(
         self, conversation_id: str | None, history: Sequence[HistoryItem] | None
     ) -> ForeignHistory:
-        """The caller's history, checked; empty without one."""
+        """The caller's history, checked; empty without one (the conversation's key checked)."""
+        if conversation_id is not None:
+            check_conversation_key(conversation_id)
         if history is None:
             return ForeignHistory(system=(), messages=())
         if conversation_id is not None:
@@ -340,14 +351,13 @@ class Persona(TurnEngine):
         text: str,
         conversation_id: str | None,
         history: Sequence[HistoryItem] | None,
+        caller: Caller | None,
         *,
         stream: bool,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Parse the message, run the loop under the conversation's lock, store, then Done."""
         # Checked before anything is sent: a turn the store would refuse must not be paid for.
         check_text(text)
-        if conversation_id is not None:
-            check_conversation_id(conversation_id)
         foreign = self._foreign(conversation_id, history)
         query, plan = self._parse(text)
         if not query:
@@ -356,7 +366,7 @@ class Persona(TurnEngine):
             return
         plan = await self._with_mcp_tools(plan, web=plan is self._web_plan)
         end: TurnEnd | None = None
-        watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
+        watch = self._watch(plan, conversation_id, caller, stream=stream)
         try:
             async with self.runtime.conversation(conversation_id) as held:
                 watch.began()
@@ -364,6 +374,8 @@ class Persona(TurnEngine):
                 if held is not None:
                     earlier = await held.load(self.settings.history_turns)
                 turn = self._new_turn(query, plan, earlier, foreign.system, conversation_id, watch)
+                if caller is not None:
+                    turn.upstream_user = pseudonym(caller.user.id)
                 async with aclosing(self._loop(turn, stream)) as run:
                     async for event in run:
                         if isinstance(event, TurnEnd):
@@ -371,7 +383,7 @@ class Persona(TurnEngine):
                         else:
                             yield event
                 if end is not None and end.store and held is not None:
-                    record = turn_record(text, end.reply, watch.account)
+                    record = turn_record(text, end.reply, watch.account, caller)
                     await held.append_turn(self.name, turn.new, record)
         except BaseException as exc:
             watch.failed(exc)
@@ -379,6 +391,15 @@ class Persona(TurnEngine):
         if end is not None:
             watch.finished(end.reply.stop_reason)
             yield Done(end.reply)
+
+    def _watch(
+        self, plan: ToolPlan, conversation_id: str | None, caller: Caller | None, *, stream: bool
+    ) -> TurnWatch:
+        """The turn's watch (its log line carries the asker's hashed user id)."""
+        user = caller.user.id if caller is not None else None
+        return TurnWatch(
+            self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream, user=user
+        )
 
     def _parse(self, text: str) -> tuple[str, ToolPlan]:
         """``//`` after leading whitespace marks a web query: strip it, use the web plan."""

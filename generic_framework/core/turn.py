@@ -19,6 +19,7 @@ from generic_framework.core.observe import TurnWatch
 from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
 from generic_framework.core.tooling import ToolPlan, call_name
 from generic_framework.store.base import SourceRecord, TurnRecord
+from generic_framework.store.users import Caller
 from generic_framework.wire.messages import AssistantMessage, ChatCompletion, Message, ToolCall
 from generic_framework.wire.model import ChatModel
 
@@ -27,10 +28,13 @@ __all__ = ["Turn", "turn_record"]
 logger = logging.getLogger("generic_framework.persona")
 
 
-def turn_record(text: str, reply: Reply, account: TurnAccount) -> TurnRecord:
+def turn_record(
+    text: str, reply: Reply, account: TurnAccount, caller: Caller | None = None
+) -> TurnRecord:
     """What the store keeps beside a turn's messages: ``text`` as typed (``//`` included),
-    the reply's model, stop reason and sources, and the numbers of the turn's ``account``
-    (the same the reply, the metrics and the log line show), timed from the turn's beginning."""
+    the reply's model, stop reason and sources, the numbers of the turn's ``account``
+    (the same the reply, the metrics and the log line show), timed from the turn's beginning,
+    and who asked (``caller``'s user and key ids)."""
     return TurnRecord(
         input=text,
         model=reply.model,
@@ -48,6 +52,8 @@ def turn_record(text: str, reply: Reply, account: TurnAccount) -> TurnRecord:
         started_at=account.began_at.isoformat(timespec="milliseconds"),
         duration_ms=round(account.turn_ms, 1),
         round_ms=tuple(round(ms, 1) for ms in account.round_ms),
+        user_id=caller.user.id if caller is not None else "",
+        key_id=caller.key_id if caller is not None else "",
     )
 
 
@@ -63,6 +69,8 @@ class Turn:
         plan: the tools this turn offers (chosen by ``//``).
         prefix: system prompt + sanitised history: the same for every round.
         conversation_id: where the turn will be stored, if anywhere.
+        upstream_user: the asker's pseudonym, sent as the requests' ``user_id`` (set after
+            the turn is made; ``None``: none is sent).
         watch: told about each model call and each round; keeps the turn's
             :class:`~generic_framework.core.account.TurnAccount`.
 
@@ -81,6 +89,7 @@ class Turn:
     watch: TurnWatch
     citations: CitationBook = field(default_factory=CitationBook)
     rounds: list[RoundState] = field(default_factory=list)
+    upstream_user: str | None = None
 
     @property
     def account(self) -> TurnAccount:

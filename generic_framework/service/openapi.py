@@ -31,6 +31,7 @@ from generic_framework.service.schemas import (
     TurnRequest,
 )
 from generic_framework.store.base import CURSOR_PATTERN, LIST_LIMIT_MAX
+from generic_framework.store.users import USER_NAME_PATTERN
 
 __all__ = ["openapi_document"]
 
@@ -77,13 +78,17 @@ def _errors(*statuses: int) -> dict[str, Any]:
         400: "Invalid request (bad JSON, a field, a message too long, a Host not in "
         "BOT_ALLOWED_HOSTS), or the language model service refused it (content filter, invalid "
         "request, unknown model; `code` is Z.AI's)",
-        401: "Missing or wrong bearer token",
-        403: "Another site's Origin, or the service's API account may not do this",
-        404: "Unknown persona or conversation",
+        401: "Missing, wrong, revoked or expired API key (or BOT_API_TOKEN), or a trusted "
+        "user header from an address not in BOT_TRUSTED_PROXIES",
+        403: "Another site's Origin, an admin-only request (?user=, /v1/admin) from a user, a "
+        "persona the key may not use, or the service's API account may not do this",
+        404: "Unknown persona, conversation, or ?user=",
         408: "The request body arrived too slowly",
         413: "Body larger than BOT_MAX_BODY",
         415: "A state-changing request that is not application/json",
-        429: "Rate limited or quota used up upstream (Retry-After when waiting helps)",
+        429: "A limit of the user or key (requests per minute, tokens or web searches per day; "
+        "`code` names it), or rate limited or quota used up upstream (Retry-After when waiting "
+        "helps)",
         502: "The language model service failed or cannot be reached",
         503: "The language model is overloaded, or no upstream slot (Retry-After)",
         504: "The language model service timed out",
@@ -145,6 +150,7 @@ def _paths() -> dict[str, Any]:
                     **_errors(*_TURN_ERRORS),
                 },
                 body=ChatCompletionRequest,
+                parameters=[_USER],
             )
         },
         **_conversation_paths(sse),
@@ -166,7 +172,16 @@ _PAGE = [
         "schema": {"type": "string", "pattern": CURSOR_PATTERN},
     },
 ]
-"""The query parameters of ``GET /v1/conversations``."""
+"""The query parameters of ``GET /v1/conversations`` (besides :data:`_USER`)."""
+
+_USER = {
+    "name": "user",
+    "in": "query",
+    "required": False,
+    "description": "admins only: act on this user's conversations (403 for anyone else)",
+    "schema": {"type": "string", "pattern": USER_NAME_PATTERN},
+}
+"""``?user=NAME``: an admin acting on another user's conversations."""
 
 
 def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
@@ -180,8 +195,8 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
         "/v1/conversations": {
             "get": _op(
                 "Stored conversations, most recently updated first, a page at a time",
-                {"200": _ok(ConversationListOut), **_errors(400, 401, 403)},
-                parameters=_PAGE,
+                {"200": _ok(ConversationListOut), **_errors(400, 401, 403, 404)},
+                parameters=[*_PAGE, _USER],
             )
         },
         "/v1/conversations/{conversation_id}/messages": {
@@ -195,7 +210,7 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
                     **_errors(*_TURN_ERRORS),
                 },
                 body=TurnRequest,
-                parameters=[conversation_id],
+                parameters=[conversation_id, _USER],
             )
         },
         "/v1/conversations/{conversation_id}": _one_conversation(conversation_id),
@@ -204,7 +219,7 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
                 "Remove the newest turn whole (question, tool rounds, answer), to ask it again or "
                 "edit it; removing the only turn removes the conversation",
                 {"204": {"description": "Removed"}, **_errors(400, 401, 403, 404, 415)},
-                parameters=[conversation_id],
+                parameters=[conversation_id, _USER],
             )
         },
     }
@@ -217,18 +232,18 @@ def _one_conversation(conversation_id: dict[str, Any]) -> dict[str, Any]:
             "A stored conversation: its persona, messages and turns (input as typed, "
             "answer, sources)",
             {"200": _ok(ConversationOut), **_errors(400, 401, 403, 404)},
-            parameters=[conversation_id],
+            parameters=[conversation_id, _USER],
         ),
         "patch": _op(
             "Rename a conversation: a title of its own, listed instead of its first input",
             {"200": _ok(RenamedOut), **_errors(400, 401, 403, 404, 415)},
             body=RenameRequest,
-            parameters=[conversation_id],
+            parameters=[conversation_id, _USER],
         ),
         "delete": _op(
             "Delete a conversation",
             {"204": {"description": "Deleted"}, **_errors(400, 401, 403, 404, 415)},
-            parameters=[conversation_id],
+            parameters=[conversation_id, _USER],
         ),
     }
 
@@ -271,7 +286,8 @@ def openapi_document() -> dict[str, Any]:
                 "bearer": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "BOT_API_TOKEN; required on /v1/* when it is set",
+                    "description": "a user's API key (gfk_...) or BOT_API_TOKEN (the bootstrap "
+                    "admin); required on /v1/* when BOT_API_TOKEN is set",
                 }
             },
         },

@@ -19,6 +19,7 @@ from generic_framework.core.events import PersonaEvent
 from generic_framework.core.history import HistoryItem
 from generic_framework.core.reply import Reply
 from generic_framework.runtime import Runtime
+from generic_framework.store.users import Caller
 
 __all__ = ["PersonaLike", "ServiceState", "state_of"]
 
@@ -52,8 +53,11 @@ class PersonaLike(Protocol):
         *,
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
+        caller: Caller | None = None,
     ) -> Reply:
-        """Answer one user message (``history``: the earlier messages of a stateless request)."""
+        """Answer one user message (``history``: the earlier messages of a stateless request;
+        ``conversation_id``: the store's key of the conversation, store/users.py; ``caller``:
+        who asks)."""
         ...
 
     def stream(
@@ -62,6 +66,7 @@ class PersonaLike(Protocol):
         *,
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
+        caller: Caller | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as events ending with ``Done``; closable (``aclose``)."""
         ...

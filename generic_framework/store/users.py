@@ -33,6 +33,7 @@ __all__ = [
     "KEY_PREFIX",
     "NO_LIMITS",
     "ROLES",
+    "USER_NAME_PATTERN",
     "AccountsDump",
     "ApiKey",
     "Caller",
@@ -63,7 +64,9 @@ KEY_PREFIX = "gfk_"
 
 _USER_ID = re.compile(r"^u[0-9a-f]{12}$")
 _KEY = re.compile(r"^gfk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+USER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$"
+"""What a user name may be (an e-mail address is one)."""
+_NAME = re.compile(USER_NAME_PATTERN)
 _KEY_OWNER = r"(?:u[0-9a-f]{12}/)?"
 CONVERSATION_KEY_PATTERN = rf"^{_KEY_OWNER}[A-Za-z0-9_-]{{1,128}}$"
 _CONVERSATION_KEY = re.compile(CONVERSATION_KEY_PATTERN)
@@ -116,6 +119,8 @@ def check_conversation_key(key: str) -> str:
         ValueError: it is not.
     """
     if not isinstance(key, str) or not _CONVERSATION_KEY.fullmatch(key):
+        if isinstance(key, str) and "/" not in key:
+            check_conversation_id(key)  # a bare id: its own rule's words
         raise ValueError(
             f"{str(key)[:160]!r} is not a conversation key (an id, or a user id, '/', an id)"
         )

@@ -76,6 +76,7 @@ class FakePersona:
         self.error_after = error_after
         self.calls: list[tuple[str, str | None]] = []
         self.histories: list[list[dict[str, Any]] | None] = []
+        self.callers: list[Any] = []
 
     async def respond(
         self,
@@ -83,8 +84,9 @@ class FakePersona:
         *,
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        caller: Any = None,
     ) -> Reply:
-        turn = self.stream(text, conversation_id=conversation_id, history=history)
+        turn = self.stream(text, conversation_id=conversation_id, history=history, caller=caller)
         async with contextlib.aclosing(turn) as it:
             async for event in it:
                 if isinstance(event, Done):
@@ -97,8 +99,10 @@ class FakePersona:
         *,
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        caller: Any = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         self.calls.append((text, conversation_id))
+        self.callers.append(caller)
         self.histories.append(None if history is None else [dict(m) for m in history])
         for index, event in enumerate(self.events):
             if self.error is not None and index == self.error_after:

@@ -213,12 +213,22 @@ class _Endless:
     allow_client_system = True
 
     async def respond(
-        self, text: str, *, conversation_id: str | None = None, history: Any = None
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Any = None,
+        caller: Any = None,
     ) -> Any:
         raise NotImplementedError
 
     async def stream(
-        self, text: str, *, conversation_id: str | None = None, history: Any = None
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Any = None,
+        caller: Any = None,
     ) -> Any:
         from generic_framework.core.events import TextDelta
 

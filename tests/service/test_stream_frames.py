@@ -33,6 +33,7 @@ class PacedPersona(FakePersona):
         *,
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
+        caller: Any = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         async for event in super().stream(text, conversation_id=conversation_id, history=history):
             await asyncio.sleep(self.pause)
