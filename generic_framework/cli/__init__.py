@@ -286,7 +286,7 @@ def _since(value: str | None) -> str | None:
     return value
 
 
-_GROUPS = ("persona", "model", "day")
+_GROUPS = ("persona", "model", "day", "user")
 
 
 def _group(value: str) -> str:
@@ -305,8 +305,12 @@ def usage(
         ),
     ] = None,
     by: Annotated[
-        str, typer.Option("--by", help="Group by: persona, model or day.", callback=_group)
+        str,
+        typer.Option("--by", help="Group by: persona, model, day or user.", callback=_group),
     ] = "persona",
+    user: Annotated[
+        str | None, typer.Option("--user", help="Only the turns this user asked (a name).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     prices: Annotated[
         Path | None,
@@ -317,7 +321,7 @@ def usage(
     from generic_framework.cli.usage import run_usage
 
     day = date.fromisoformat(since) if since is not None else None
-    raise typer.Exit(run_usage(day, cast("GroupBy", by), as_json, prices))
+    raise typer.Exit(run_usage(day, cast("GroupBy", by), as_json, prices, user))
 
 
 db = typer.Typer(
@@ -369,15 +373,18 @@ keys = typer.Typer(
 app.add_typer(keys, name="keys")
 
 _Rpm = Annotated[
-    int | None, typer.Option("--rpm", min=0, help="Requests per minute (0: no limit).")
+    int | None,
+    typer.Option("--rpm", min=0, max=2**31 - 1, help="Requests per minute (0: no limit)."),
 ]
 _Tokens = Annotated[
     int | None,
-    typer.Option("--daily-tokens", min=0, help="Tokens per UTC day (0: no limit)."),
+    typer.Option("--daily-tokens", min=0, max=2**31 - 1, help="Tokens per UTC day (0: no limit)."),
 ]
 _Searches = Annotated[
     int | None,
-    typer.Option("--daily-searches", min=0, help="Web searches per UTC day (0: no limit)."),
+    typer.Option(
+        "--daily-searches", min=0, max=2**31 - 1, help="Web searches per UTC day (0: no limit)."
+    ),
 ]
 _Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 

@@ -40,6 +40,7 @@ from generic_framework.core.persona import Persona
 from generic_framework.errors import ConfigError
 from generic_framework.redaction import redact_url
 from generic_framework.runtime import Runtime, default_persona
+from generic_framework.service.accounts import admin_key, admin_keys, admin_user, admin_users, me
 from generic_framework.service.api import (
     chat_completions,
     conversation,
@@ -178,6 +179,11 @@ def _routes() -> list[Route | Mount]:
         Route(
             "/v1/conversations/{conversation_id}/turns/last", delete_last_turn, methods=["DELETE"]
         ),
+        Route("/v1/me", me, methods=["GET"]),
+        Route("/v1/admin/users", admin_users, methods=["GET", "POST"]),
+        Route("/v1/admin/users/{name}", admin_user, methods=["GET", "PATCH", "DELETE"]),
+        Route("/v1/admin/keys", admin_keys, methods=["GET", "POST"]),
+        Route("/v1/admin/keys/{key_id}", admin_key, methods=["DELETE"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 

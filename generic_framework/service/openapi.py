@@ -13,6 +13,16 @@ from typing import Any
 from pydantic import BaseModel
 
 from generic_framework import __version__
+from generic_framework.service.account_schemas import (
+    KeyCreatedOut,
+    KeyCreateRequest,
+    KeyListOut,
+    MeOut,
+    UserCreateRequest,
+    UserListOut,
+    UserOut,
+    UserUpdateRequest,
+)
 from generic_framework.service.schemas import (
     CONVERSATION_ID_PATTERN,
     BotInfoOut,
@@ -36,7 +46,14 @@ from generic_framework.store.users import USER_NAME_PATTERN
 __all__ = ["openapi_document"]
 
 _REF = "#/components/schemas/{model}"
-_REQUESTS: tuple[type[BaseModel], ...] = (ChatCompletionRequest, TurnRequest, RenameRequest)
+_REQUESTS: tuple[type[BaseModel], ...] = (
+    ChatCompletionRequest,
+    TurnRequest,
+    RenameRequest,
+    UserCreateRequest,
+    UserUpdateRequest,
+    KeyCreateRequest,
+)
 _RESPONSES: tuple[type[BaseModel], ...] = (
     BotInfoOut,
     ChatCompletionOut,
@@ -50,6 +67,11 @@ _RESPONSES: tuple[type[BaseModel], ...] = (
     HealthOut,
     ReadyOut,
     ErrorOut,
+    MeOut,
+    UserOut,
+    UserListOut,
+    KeyListOut,
+    KeyCreatedOut,
 )
 
 
@@ -82,10 +104,11 @@ def _errors(*statuses: int) -> dict[str, Any]:
         "user header from an address not in BOT_TRUSTED_PROXIES",
         403: "Another site's Origin, an admin-only request (?user=, /v1/admin) from a user, a "
         "persona the key may not use, or the service's API account may not do this",
-        404: "Unknown persona, conversation, or ?user=",
+        404: "Unknown persona, conversation, user or key",
         408: "The request body arrived too slowly",
         413: "Body larger than BOT_MAX_BODY",
         415: "A state-changing request that is not application/json",
+        409: "A user of that name exists already",
         429: "A limit of the user or key (requests per minute, tokens or web searches per day; "
         "`code` names it), or rate limited or quota used up upstream (Retry-After when waiting "
         "helps)",
@@ -154,6 +177,71 @@ def _paths() -> dict[str, Any]:
             )
         },
         **_conversation_paths(sse),
+        **_account_paths(),
+    }
+
+
+def _account_paths() -> dict[str, Any]:
+    """``/v1/me`` and the admin endpoints."""
+    name = {
+        "name": "name",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": USER_NAME_PATTERN},
+    }
+    key_id = {"name": "key_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    owner = {**_USER, "description": "only this user's keys"}
+    admin = (400, 401, 403, 404, 415)
+    return {
+        "/v1/me": {
+            "get": _op(
+                "Who the caller is, how they signed in, their limits and what is left today",
+                {"200": _ok(MeOut), **_errors(401)},
+            )
+        },
+        "/v1/admin/users": {
+            "get": _op("Every user (admins only)", {"200": _ok(UserListOut), **_errors(401, 403)}),
+            "post": _op(
+                "Add a user (admins only); 409 when the name is taken",
+                {"201": _ok(UserOut, "Added"), **_errors(*admin, 409)},
+                body=UserCreateRequest,
+            ),
+        },
+        "/v1/admin/users/{name}": {
+            "get": _op(
+                "A user (admins only)", {"200": _ok(UserOut), **_errors(*admin)}, parameters=[name]
+            ),
+            "patch": _op(
+                "Change a user's role or limits (admins only)",
+                {"200": _ok(UserOut), **_errors(*admin)},
+                body=UserUpdateRequest,
+                parameters=[name],
+            ),
+            "delete": _op(
+                "Remove a user with their keys and conversations (admins only)",
+                {"204": {"description": "Removed"}, **_errors(*admin)},
+                parameters=[name],
+            ),
+        },
+        "/v1/admin/keys": {
+            "get": _op(
+                "Keys' records, never a key (admins only)",
+                {"200": _ok(KeyListOut), **_errors(400, 401, 403, 404)},
+                parameters=[owner],
+            ),
+            "post": _op(
+                "Create a key, shown this once (admins only); the user is made when missing",
+                {"201": _ok(KeyCreatedOut, "Created"), **_errors(*admin)},
+                body=KeyCreateRequest,
+            ),
+        },
+        "/v1/admin/keys/{key_id}": {
+            "delete": _op(
+                "Revoke a key at once, on every replica (admins only)",
+                {"204": {"description": "Revoked"}, **_errors(*admin)},
+                parameters=[key_id],
+            )
+        },
     }
 
 

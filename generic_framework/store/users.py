@@ -31,6 +31,7 @@ from generic_framework.limits import check_conversation_id
 __all__ = [
     "BOOTSTRAP_USER",
     "KEY_PREFIX",
+    "LIMIT_MAX",
     "NO_LIMITS",
     "ROLES",
     "USER_NAME_PATTERN",
@@ -134,6 +135,10 @@ def pseudonym(user_id: str) -> str:
     return f"gf-{digest[:32]}"
 
 
+LIMIT_MAX = 2**31 - 1
+"""The largest limit (what both backends' columns hold)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """A user's or a key's limits; ``None``: the default (the user's for a key, the settings'
@@ -154,8 +159,8 @@ class Limits:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"{name} must be a whole number")
-            if value is not None and value < 0:
-                raise ValueError(f"{name} must be 0 (no limit) or more")
+            if value is not None and not 0 <= value <= LIMIT_MAX:
+                raise ValueError(f"{name} must be from 0 (no limit) to {LIMIT_MAX}")
 
     def over(self, base: Limits) -> Limits:
         """These limits, each unset one taken from ``base``."""

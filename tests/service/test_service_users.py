@@ -24,7 +24,7 @@ from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 from generic_framework.service.readiness import UpstreamProbe
 from generic_framework.store import ConversationStore, open_store
-from generic_framework.store.users import conversation_key
+from generic_framework.store.users import Limits, conversation_key
 from generic_framework.testing import FunctionModel
 from generic_framework.wire.messages import ChatRequest
 
@@ -254,3 +254,119 @@ async def test_streamed_turns_stay_in_the_owners_conversation(world: World) -> N
     assert await world.store.turns(conversation_key(world.ids["bob"], "s-1"))
     assert await world.store.turns("s-1") is None
     assert (await world.client("alice").get("/v1/conversations/s-1")).status_code == 404
+
+
+ADMIN_ONLY = [
+    ("GET", "/v1/admin/users", None),
+    ("POST", "/v1/admin/users", {"name": "mallory"}),
+    ("GET", "/v1/admin/users/alice", None),
+    ("PATCH", "/v1/admin/users/bob", {"role": "admin"}),
+    ("DELETE", "/v1/admin/users/alice", None),
+    ("GET", "/v1/admin/keys", None),
+    ("POST", "/v1/admin/keys", {"user": "bob"}),
+    ("DELETE", "/v1/admin/keys/000000000000", None),
+    ("GET", "/metrics", None),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ADMIN_ONLY)
+async def test_admin_endpoints_refuse_users(
+    world: World, method: str, path: str, body: dict[str, Any] | None
+) -> None:
+    before = (await world.store.dump_accounts(), await _snapshot(world.store))
+    response = await world.client("bob").request(method, path, json=body)
+    assert response.status_code == 403, response.text
+    assert response.json()["error"]["type"] == "permission_error"
+    assert (await world.store.dump_accounts(), await _snapshot(world.store)) == before
+    assert (await world.client(None).request(method, path, json=body)).status_code == 401
+
+
+async def test_admins_manage_users_and_keys_over_http(world: World) -> None:
+    admin = world.client("admin")
+    made = await admin.post("/v1/admin/users", json={"name": "carol", "rpm": 5})
+    assert made.status_code == 201 and made.json()["limits"]["rpm"] == 5
+    assert (await admin.post("/v1/admin/users", json={"name": "carol"})).status_code == 409
+    assert (await admin.post("/v1/admin/users", json={"name": "a b"})).status_code == 400
+    changed = await admin.patch("/v1/admin/users/carol", json={"daily_tokens": 100})
+    assert changed.json()["limits"] == {"rpm": 5, "daily_tokens": 100, "daily_searches": None}
+    created = await admin.post(
+        "/v1/admin/keys", json={"user": "carol", "expires_days": 1, "personas": ["scout"]}
+    )
+    assert created.status_code == 201
+    record = created.json()
+    world.keys["carol"] = record["key"]
+    assert record["key"].startswith(f"gfk_{record['id']}_") and record["personas"] == ["scout"]
+    me = (await world.client("carol").get("/v1/me")).json()
+    assert me["user"]["name"] == "carol" and me["via"] == "key" and me["key"]["id"] == record["id"]
+    listed = (await admin.get("/v1/admin/keys?user=carol")).json()
+    assert [k["id"] for k in listed["data"]] == [record["id"]]
+    assert record["key"] not in json.dumps(listed)
+    assert (await admin.delete(f"/v1/admin/keys/{record['id']}")).status_code == 204
+    assert (await admin.delete(f"/v1/admin/keys/{record['id']}")).status_code == 404
+    assert (await world.client("carol").get("/v1/me")).status_code == 401
+    assert (await admin.delete("/v1/admin/users/admin")).status_code == 400
+    assert (await admin.delete("/v1/admin/users/carol")).status_code == 204
+    assert (await admin.get("/v1/admin/users/carol")).status_code == 404
+    names = [u["name"] for u in (await admin.get("/v1/admin/users")).json()["data"]]
+    assert names == ["admin", "alice", "bob"]
+
+
+async def test_me_tells_who_and_what_is_left(world: World) -> None:
+    await world.store.set_user("alice", limits=Limits(daily_tokens=1000, daily_searches=3))
+    await _turn(world, "alice", "c", "hello there")
+    me = (await world.client("alice").get("/v1/me")).json()
+    assert me["user"]["name"] == "alice" and me["user"]["role"] == "user"
+    assert me["via"] == "key" and me["limits"]["daily_tokens"] == 1000
+    assert 0 < me["today"]["tokens"] < 1000
+    assert me["today"]["tokens_left"] == 1000 - me["today"]["tokens"]
+    assert me["today"]["searches_left"] == 3
+    admin = (await world.client("admin").get("/v1/me")).json()
+    assert admin["user"]["name"] == "admin" and admin["via"] == "token" and admin["key"] is None
+    assert admin["today"]["tokens_left"] is None
+
+
+async def test_requests_per_minute_per_user_and_per_key(world: World) -> None:
+    await world.store.set_user("alice", limits=Limits(rpm=2))
+    assert [(await _turn(world, "alice", "c", "hi")).status_code for _ in range(2)] == [200, 200]
+    refused = await _turn(world, "alice", "c", "hi")
+    assert refused.status_code == 429
+    error = refused.json()["error"]
+    assert error["code"] == "user_rpm" and error["type"] == "rate_limit_error"
+    assert "2 requests per minute" in error["message"]
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
+    # A key's own limit applies within the user's.
+    keyed = (await world.store.create_key(world.ids["bob"], limits=Limits(rpm=1)))[1]
+    world.keys["keyed"] = keyed
+    assert (await _turn(world, "keyed", "c", "hi")).status_code == 200
+    second = await _turn(world, "keyed", "c", "hi")
+    assert second.status_code == 429 and second.json()["error"]["code"] == "key_rpm"
+    assert (await _turn(world, "bob", "c", "hi")).status_code == 200  # bob's other key
+
+
+async def test_daily_tokens_and_searches(world: World) -> None:
+    await world.store.set_user("alice", limits=Limits(daily_tokens=5, daily_searches=1))
+    assert (await _turn(world, "alice", "c", "a long enough question")).status_code == 200
+    refused = await _turn(world, "alice", "c", "again")
+    assert refused.status_code == 429
+    assert refused.json()["error"]["code"] == "user_daily_tokens"
+    assert refused.json()["error"]["type"] == "insufficient_quota"
+    assert 1 <= int(refused.headers["retry-after"]) <= 86400
+    await world.store.set_user("bob", limits=Limits(daily_searches=1))
+    await world.store.add_usage((f"u:{world.ids['bob']}",), 0, 1)
+    web = await _turn(world, "bob", "c", "// news?")
+    assert web.status_code == 429 and web.json()["error"]["code"] == "user_daily_searches"
+    assert (await _turn(world, "bob", "c", "no search")).status_code == 200
+
+
+async def test_default_limits_apply_to_users_not_admins(world: World, tmp_path: Path) -> None:
+    settings = Settings.defaults(
+        api_key="k", data_dir=tmp_path / "data", personas_dir=tmp_path / "p",
+        bot_api_token=TOKEN, bot_default_rpm=1,
+    )  # fmt: skip
+    from generic_framework.service.quotas import effective_limits
+
+    alice = await world.store.user("alice")
+    admin = await world.store.user("admin")
+    assert alice is not None and admin is not None
+    assert effective_limits(alice, settings).rpm == 1
+    assert effective_limits(admin, settings).rpm == 0
