@@ -7,9 +7,10 @@ only :class:`KeyCreatedOut`, answered once by ``POST /v1/admin/keys``, does.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from generic_framework.store.users import LIMIT_MAX, USER_NAME_PATTERN, ApiKey, Limits, User
 
@@ -30,6 +31,21 @@ __all__ = [
 ]
 
 UserName = Field(pattern=USER_NAME_PATTERN, max_length=128)
+
+
+def _whole(value: Any) -> Any:
+    """A JSON integer: an int, or a float without a fraction (JSON Schema's "integer" allows
+    ``1.0``); never a string or a boolean."""
+    if isinstance(value, bool) or not isinstance(value, int | float | None):
+        raise PydanticCustomError("int_type", "must be a whole number")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise PydanticCustomError("int_type", "must be a whole number")
+        return int(value)
+    return value
+
+
+Whole = Annotated[int, Field(ge=0, le=LIMIT_MAX), BeforeValidator(_whole)]
 
 
 class LimitsOut(BaseModel):
@@ -86,9 +102,9 @@ class KeyCreatedOut(KeyOut):
 class _LimitsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    rpm: int | None = Field(default=None, ge=0, le=LIMIT_MAX)
-    daily_tokens: int | None = Field(default=None, ge=0, le=LIMIT_MAX)
-    daily_searches: int | None = Field(default=None, ge=0, le=LIMIT_MAX)
+    rpm: Whole | None = None
+    daily_tokens: Whole | None = None
+    daily_searches: Whole | None = None
 
     def limits(self) -> Limits:
         """As a :class:`Limits`."""
