@@ -196,11 +196,13 @@ def _account_paths() -> dict[str, Any]:
         "/v1/me": {
             "get": _op(
                 "Who the caller is, how they signed in, their limits and what is left today",
-                {"200": _ok(MeOut), **_errors(401)},
+                {"200": _ok(MeOut), **_errors(400, 401)},
             )
         },
         "/v1/admin/users": {
-            "get": _op("Every user (admins only)", {"200": _ok(UserListOut), **_errors(401, 403)}),
+            "get": _op(
+                "Every user (admins only)", {"200": _ok(UserListOut), **_errors(400, 401, 403)}
+            ),
             "post": _op(
                 "Add a user (admins only); 409 when the name is taken",
                 {"201": _ok(UserOut, "Added"), **_errors(*admin, 409)},

@@ -1,7 +1,8 @@
 """Per-user and per-key limits on turns: requests per minute, tokens and web searches per day.
 
 A user's limits are their own, else the ``BOT_DEFAULT_*`` settings (for the role ``user``;
-an admin has none unless given); a key's own limits apply on top of its user's. Counted in the
+an admin has none unless given); a key's own limits apply on top of its user's. The bootstrap
+admin (``BOT_API_TOKEN``) is the operator and has none. Counted in the
 store (:class:`~generic_framework.store.users.UserAdmin`), so every replica sharing a
 PostgreSQL database (or processes sharing a SQLite file) counts against one limit.
 
@@ -81,9 +82,10 @@ def _refuse(who: str, limit: str, value: int, wait: float) -> ServiceError:
 async def _scopes(
     caller: Caller, users: UserAdmin, settings: Settings
 ) -> list[tuple[str, str, Limits]]:
+    """The (who, scope, limits) a caller's turn counts against."""
+    if caller.via in ("token", "local"):
+        return []  # the bootstrap admin, the operator: never limited (and no read per turn)
     user = caller.user
-    if caller.via in ("token", "local"):  # the in-memory bootstrap admin: read its limits
-        user = await users.user_by_id(user.id) or user
     scopes = [("user", f"u:{user.id}", effective_limits(user, settings))]
     if caller.key is not None:
         scopes.append(("key", f"k:{caller.key.id}", caller.key.limits.over(_NONE)))

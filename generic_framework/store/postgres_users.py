@@ -103,6 +103,10 @@ class PostgresUsers:
             raise ValueError(f"a role is one of {', '.join(ROLES)}")
         if role is not None and role != "admin" and name == BOOTSTRAP_USER:
             raise ValueError("the bootstrap admin stays an admin")
+        if limits is not None and name == BOOTSTRAP_USER:
+            raise ValueError(
+                "the bootstrap admin (BOT_API_TOKEN) is the operator: it has no limits"
+            )
         async with self._connection() as conn:
             if role is not None:
                 await conn.execute("UPDATE users SET role = %s WHERE name = %s", (role, name))

@@ -141,6 +141,10 @@ class SQLiteUsers:
             raise ValueError(f"a role is one of {', '.join(ROLES)}")
         if role is not None and role != "admin" and name == BOOTSTRAP_USER:
             raise ValueError("the bootstrap admin stays an admin")
+        if limits is not None and name == BOOTSTRAP_USER:
+            raise ValueError(
+                "the bootstrap admin (BOT_API_TOKEN) is the operator: it has no limits"
+            )
 
         def change(db: sqlite3.Connection) -> User | None:
             def update() -> None:

@@ -45,7 +45,7 @@ async def test_keys_create_prints_the_key_last_and_it_works(db_env: dict[str, st
         await store.aclose()
     listed = cli(db_env, "keys", "list", "--user", "alice")
     assert listed.returncode == 0 and key_id in listed.stdout and "\tok\t" in listed.stdout
-    assert key not in listed.stdout and key.split("_")[2] not in listed.stdout
+    assert key not in listed.stdout and key[len("gfk_") + 13 :] not in listed.stdout
     as_json = cli(db_env, "keys", "create", "--user", "alice", "--json")
     record = json.loads(as_json.stdout)
     assert record["user"] == "alice" and record["key"].startswith("gfk_" + record["id"])
