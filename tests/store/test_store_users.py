@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conversation_turns import turn
@@ -180,3 +181,32 @@ def test_an_old_sqlite_file_gives_its_conversations_to_the_bootstrap_admin(
             await store.aclose()
 
     asyncio.run(check())
+
+
+async def test_an_old_postgres_database_gives_its_conversations_to_the_bootstrap_admin(
+    postgres_server: Any,
+) -> None:
+    import psycopg
+
+    from generic_framework.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
+
+    url = postgres_server.create_database()
+    with psycopg.connect(url, autocommit=True) as conn:  # a database left at version 4
+        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY,"
+                     " applied_at timestamptz NOT NULL DEFAULT now())")  # fmt: skip
+        for version, statements in enumerate(PG_MIGRATIONS[:4], start=1):
+            for statement in statements:
+                conn.execute(statement)  # type: ignore[call-overload]
+            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+        conn.execute(
+            "INSERT INTO conversations (id, turns, created_at, updated_at)"
+            " VALUES ('old-1', 0, now(), now())"
+        )
+    store = open_store(url, sqlite_path="unused")
+    try:
+        listed = await store.list_conversations(owner=BOOTSTRAP_USER)
+        assert [c.id for c in listed] == ["old-1"]
+        assert await store.schema_version() == len(PG_MIGRATIONS)
+        assert await store.user(BOOTSTRAP_USER) is not None
+    finally:
+        await store.aclose()
