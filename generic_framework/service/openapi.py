@@ -176,21 +176,18 @@ def _paths() -> dict[str, Any]:
                 parameters=[_USER],
             )
         },
-        **_conversation_paths(sse),
-        **_account_paths(),
+        **(_conversation_paths(sse) | _user_paths() | _key_paths()),
     }
 
 
-def _account_paths() -> dict[str, Any]:
-    """``/v1/me`` and the admin endpoints."""
+def _user_paths() -> dict[str, Any]:
+    """``/v1/me`` and ``/v1/admin/users``."""
     name = {
         "name": "name",
         "in": "path",
         "required": True,
         "schema": {"type": "string", "pattern": USER_NAME_PATTERN},
     }
-    key_id = {"name": "key_id", "in": "path", "required": True, "schema": {"type": "string"}}
-    owner = {**_USER, "description": "only this user's keys"}
     admin = (400, 401, 403, 404, 415)
     return {
         "/v1/me": {
@@ -225,6 +222,15 @@ def _account_paths() -> dict[str, Any]:
                 parameters=[name],
             ),
         },
+    }
+
+
+def _key_paths() -> dict[str, Any]:
+    """``/v1/admin/keys``."""
+    key_id = {"name": "key_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    owner = {**_USER, "description": "only this user's keys"}
+    admin = (400, 401, 403, 404, 415)
+    return {
         "/v1/admin/keys": {
             "get": _op(
                 "Keys' records, never a key (admins only)",
