@@ -114,7 +114,7 @@ class Authenticator:
                 return Caller(BOOTSTRAP, None, "local")
             raise AuthError(
                 "missing credentials; send the header Authorization with the value "
-                "'Bearer <API key>'"
+                "'Bearer <API key>' (a user's key, gfk_...) or 'Bearer <BOT_API_TOKEN>'"
             )
         return await self._bearer(authorization)
 
