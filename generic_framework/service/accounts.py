@@ -115,7 +115,7 @@ async def admin_user(request: Request) -> Response:
         try:
             await users.remove_user(user.name)
         except ValueError as exc:
-            raise ServiceError(400, str(exc), code="bootstrap_admin") from None
+            raise ServiceError(409, str(exc), code="bootstrap_admin") from None
         return Response(status_code=204)
     if request.method == "PATCH":
         body = await parse_body(request, UserUpdateRequest)
@@ -131,7 +131,7 @@ async def admin_user(request: Request) -> Response:
         try:
             changed = await users.set_user(user.name, role=body.role, limits=limits)
         except ValueError as exc:
-            raise ServiceError(400, str(exc), param="role", code="bootstrap_admin") from None
+            raise ServiceError(409, str(exc), code="bootstrap_admin") from None
         user = changed or user
     return _json(user_out(user))
 

@@ -108,7 +108,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         408: "The request body arrived too slowly",
         413: "Body larger than BOT_MAX_BODY",
         415: "A state-changing request that is not application/json",
-        409: "A user of that name exists already",
+        409: "A user of that name exists already, or a change the bootstrap admin refuses",
         429: "A limit of the user or key (requests per minute, tokens or web searches per day; "
         "`code` names it), or rate limited or quota used up upstream (Retry-After when waiting "
         "helps)",
@@ -211,14 +211,16 @@ def _user_paths() -> dict[str, Any]:
                 "A user (admins only)", {"200": _ok(UserOut), **_errors(*admin)}, parameters=[name]
             ),
             "patch": _op(
-                "Change a user's role or limits (admins only)",
-                {"200": _ok(UserOut), **_errors(*admin)},
+                "Change a user's role or limits (admins only); 409 for the bootstrap admin's "
+                "role or limits",
+                {"200": _ok(UserOut), **_errors(*admin, 409)},
                 body=UserUpdateRequest,
                 parameters=[name],
             ),
             "delete": _op(
-                "Remove a user with their keys and conversations (admins only)",
-                {"204": {"description": "Removed"}, **_errors(*admin)},
+                "Remove a user with their keys and conversations (admins only); 409 for the "
+                "bootstrap admin",
+                {"204": {"description": "Removed"}, **_errors(*admin, 409)},
                 parameters=[name],
             ),
         },

@@ -304,8 +304,8 @@ async def test_admins_manage_users_and_keys_over_http(world: World) -> None:
     assert (await admin.delete(f"/v1/admin/keys/{record['id']}")).status_code == 204
     assert (await admin.delete(f"/v1/admin/keys/{record['id']}")).status_code == 404
     assert (await world.client("carol").get("/v1/me")).status_code == 401
-    assert (await admin.delete("/v1/admin/users/admin")).status_code == 400
-    assert (await admin.patch("/v1/admin/users/admin", json={"rpm": 1})).status_code == 400
+    assert (await admin.delete("/v1/admin/users/admin")).status_code == 409
+    assert (await admin.patch("/v1/admin/users/admin", json={"rpm": 1})).status_code == 409
     assert (await admin.delete("/v1/admin/users/carol")).status_code == 204
     assert (await admin.get("/v1/admin/users/carol")).status_code == 404
     names = [u["name"] for u in (await admin.get("/v1/admin/users")).json()["data"]]
