@@ -35,6 +35,7 @@ from generic_framework.limits import (
     BaseURL,
     BindHost,
     BodyBytes,
+    HeaderName,
     HostList,
     IPNetwork,
     ModelId,
@@ -152,6 +153,11 @@ class Settings(BaseModel):
     bot_sources_footer: bool = True
     bot_drain_delay: float = Field(default=0.0, ge=0, le=600, allow_inf_nan=False)
     bot_shutdown_timeout: float = Field(default=8.0, ge=0, le=3600, allow_inf_nan=False)
+    bot_trusted_user_header: HeaderName | None = None
+    bot_auto_create_users: bool = False
+    bot_default_rpm: int = Field(default=0, ge=0)
+    bot_default_daily_tokens: int = Field(default=0, ge=0)
+    bot_default_daily_searches: int = Field(default=0, ge=0)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     otel_instrumentation_genai_capture_message_content: bool = False
@@ -213,6 +219,7 @@ class Settings(BaseModel):
         "web_reader_mcp_url",
         "web_search_prompt",
         "bot_default_persona",
+        "bot_trusted_user_header",
         mode="before",
     )
     @classmethod
@@ -251,6 +258,15 @@ class Settings(BaseModel):
     def cors_origins(self) -> tuple[str, ...]:
         """``BOT_CORS_ORIGINS`` as a tuple of origins (``("*",)`` allows any)."""
         return tuple(o.strip().rstrip("/") for o in self.bot_cors_origins.split(",") if o.strip())
+
+    @property
+    def default_limits(self) -> tuple[int, int, int]:
+        """``BOT_DEFAULT_RPM``, ``BOT_DEFAULT_DAILY_TOKENS``, ``BOT_DEFAULT_DAILY_SEARCHES``."""
+        return (
+            self.bot_default_rpm,
+            self.bot_default_daily_tokens,
+            self.bot_default_daily_searches,
+        )
 
     @property
     def has_api_key(self) -> bool:

@@ -40,6 +40,7 @@ __all__ = [
     "BindHost",
     "BodyBytes",
     "ConversationId",
+    "HeaderName",
     "HostList",
     "IPNetwork",
     "ModelId",
@@ -57,6 +58,7 @@ __all__ = [
     "check_base_url",
     "check_bind_host",
     "check_conversation_id",
+    "check_header_name",
     "check_host_list",
     "check_model_id",
     "check_persona_name",
@@ -344,6 +346,23 @@ def check_trusted_proxies(value: str) -> str:
     return ",".join(str(network) for network in trusted_proxies(value))
 
 
+_HEADER = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")
+
+
+def check_header_name(value: str) -> str:
+    """``value`` (``BOT_TRUSTED_USER_HEADER``) if it is an HTTP header name, in lower case.
+
+    Raises:
+        ValueError: it is not, or it is one the service reads itself.
+    """
+    name = value.strip().lower()
+    if not _HEADER.fullmatch(name):
+        raise ValueError(f"must be an HTTP header name like X-Forwarded-Email (got {shown(value)})")
+    if name in {"authorization", "host", "origin", "content-type", "content-length", "cookie"}:
+        raise ValueError(f"{shown(value)} is a header the service reads for another purpose")
+    return name
+
+
 # ------------------------------------------------------------------------------ pydantic types
 
 
@@ -374,6 +393,7 @@ BaseURL = Annotated[str, _as_pydantic(check_base_url, "invalid_url")]
 BindHost = Annotated[str, _as_pydantic(check_bind_host, "invalid_host")]
 HostList = Annotated[str, _as_pydantic(check_host_list, "invalid_host_list")]
 TrustedProxies = Annotated[str, _as_pydantic(check_trusted_proxies, "invalid_trusted_proxies")]
+HeaderName = Annotated[str, _as_pydantic(check_header_name, "invalid_header_name")]
 
 # ------------------------------------------------------------------------------ wording
 

@@ -2,7 +2,7 @@
 
 A pure function over rows, so any store can feed it: :func:`summarize` takes an iterable of
 :class:`UsageRow` (one per turn: when, persona, model, token counts, web searches), keeps those
-since a date, groups them by persona, model or day, and prices each row with the operator's
+since a date, groups them by persona, model, day or user, and prices each row with the operator's
 :class:`PriceTable` (a TOML file, :func:`load_prices`). :func:`render_table` and
 :func:`render_json` print the :class:`UsageReport`.
 
@@ -47,7 +47,7 @@ __all__ = [
     "summarize",
 ]
 
-GroupBy = Literal["persona", "model", "day"]
+GroupBy = Literal["persona", "model", "day", "user"]
 _MILLION = Decimal(1_000_000)
 _MODEL_KEYS = frozenset({"prompt", "cached", "completion"})
 _TOP_KEYS = frozenset({"currency", "web_search", "models"})
@@ -66,6 +66,8 @@ class UsageRow:
         cached_tokens: prompt tokens Z.AI served from its cache.
         reasoning_tokens: completion tokens spent thinking.
         web_searches: web searches the turn made.
+        user: who asked (a user name; the conversation's owner for a turn stored before users
+            existed).
     """
 
     when: datetime
@@ -76,6 +78,7 @@ class UsageRow:
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     web_searches: int = 0
+    user: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +172,8 @@ def summarize(
     prices: PriceTable | None = None,
     tz: tzinfo = UTC,
 ) -> UsageReport:
-    """Group ``rows`` by persona, model or day (in ``tz``), from ``since`` on, and price them.
+    """Group ``rows`` by persona, model, day (in ``tz``) or user, from ``since`` on, and price
+    them.
 
     Args:
         rows: one per turn, in any order.
@@ -185,7 +189,12 @@ def summarize(
         day = _day(row.when, tz)
         if since is not None and day < since:
             continue
-        key = {"persona": row.persona, "model": row.model, "day": day.isoformat()}[by]
+        key = {
+            "persona": row.persona,
+            "model": row.model,
+            "day": day.isoformat(),
+            "user": row.user,
+        }[by]
         cost = _cost(row, prices)
         if prices is not None and cost is None:
             unpriced.add(row.model)

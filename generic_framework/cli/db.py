@@ -3,7 +3,8 @@
 A URL is ``postgresql://user:password@host:port/database``, ``sqlite:///path/to/file.sqlite3``
 (``sqlite:////abs/path``) or a plain file path. Nothing printed shows a password.
 
-``db copy`` copies every conversation of the source that the target does not have, each in one
+``db copy`` copies the users and API keys (their hashes) the target lacks, then every
+conversation of the source (its owner is part of its key) that the target does not have, each in one
 transaction with its turn numbers, times and records, then reads it back from the target and
 compares the counts (turns, messages) and a SHA-256 over the whole conversation
 (:func:`~generic_framework.store.base.checksum`). A conversation already in the target is left
@@ -88,6 +89,7 @@ class CopyResult:
     """What ``db copy`` did."""
 
     copied: int = 0
+    accounts: int = 0
     turns: int = 0
     messages: int = 0
     already_there: int = 0
@@ -123,10 +125,12 @@ async def _copy_one(
 
 
 async def copy_conversations(source: ConversationStore, target: ConversationStore) -> CopyResult:
-    """Copy every conversation of ``source`` into ``target`` and verify each one."""
+    """Copy the users and keys ``target`` lacks, then every conversation of ``source`` (its
+    owner in its key: store/users.py), verifying each one."""
     result = CopyResult()
     await source.open()
     await target.open()
+    result.accounts = await target.restore_accounts(await source.dump_accounts())
     for cid in await source.conversation_ids():
         await _copy_one(source, target, cid, result)
     return result
@@ -189,7 +193,7 @@ def run_copy(source_url: str, target_url: str) -> int:
         print(
             f"{redact_url(source_url)} -> {redact_url(target_url)}: copied {result.copied} "
             f"conversation(s), {result.turns} turn(s), {result.messages} message(s); "
-            f"{result.already_there} already there"
+            f"{result.already_there} already there; {result.accounts} user(s) and key(s) added"
         )
         for problem in result.problems:
             err(f"error: {problem}")

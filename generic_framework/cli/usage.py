@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from generic_framework.cli.common import EXIT_OK, err, run_command
 from generic_framework.cli.db import settings_url, store_at
 from generic_framework.config import Settings
 from generic_framework.store import ConversationStore, StoredTurn
+from generic_framework.store.users import split_key
 from generic_framework.usage import (
     GroupBy,
     UsageRow,
@@ -30,8 +32,9 @@ from generic_framework.usage import (
 __all__ = ["run_usage", "usage_rows"]
 
 
-def row_of(turn: StoredTurn) -> UsageRow | None:
-    """The usage of one stored turn (``None`` for a turn stored without a record)."""
+def row_of(turn: StoredTurn, owner: str = "") -> UsageRow | None:
+    """The usage of one stored turn (``None`` for a turn stored without a record); ``owner``:
+    who asked when the record does not say (turns stored before users existed)."""
     record = turn.record
     if record is None:
         return None
@@ -45,23 +48,30 @@ def row_of(turn: StoredTurn) -> UsageRow | None:
         cached_tokens=record.cached_tokens,
         reasoning_tokens=record.reasoning_tokens,
         web_searches=record.web_searches,
+        user=record.user_id or owner,
     )
 
 
 async def usage_rows(store: ConversationStore, skipped: list[int]) -> AsyncIterator[UsageRow]:
-    """Every stored turn's usage; ``skipped[0]`` counts the turns without a record."""
+    """Every stored turn's usage, its user by name; ``skipped[0]`` counts the turns without a
+    record."""
+    names = {u.id: u.name for u in await store.users()}
     for conversation_id in await store.conversation_ids():
+        owner = split_key(conversation_id)[0]
         for turn in await store.turns(conversation_id) or []:
-            row = row_of(turn)
+            row = row_of(turn, owner)
             if row is None:
                 skipped[0] += 1
             else:
-                yield row
+                yield replace(row, user=names.get(row.user, row.user))
 
 
-def run_usage(since: date | None, by: GroupBy, as_json: bool, prices: Path | None) -> int:
+def run_usage(
+    since: date | None, by: GroupBy, as_json: bool, prices: Path | None, user: str | None = None
+) -> int:
     """``usage``: print the summary of the database ``DATABASE_URL`` names (SQLite in DATA_DIR
-    when unset); a price table (``--prices FILE``) adds an estimated cost."""
+    when unset); a price table (``--prices FILE``) adds an estimated cost; ``user``: only the
+    turns that user asked."""
 
     def show(settings: Settings) -> int:
         table = load_prices(prices) if prices is not None else None
@@ -71,7 +81,8 @@ def run_usage(since: date | None, by: GroupBy, as_json: bool, prices: Path | Non
         async def collect() -> list[UsageRow]:
             try:
                 await store.open()
-                return [row async for row in usage_rows(store, skipped)]
+                rows = [row async for row in usage_rows(store, skipped)]
+                return [r for r in rows if user is None or r.user == user]
             finally:
                 await store.aclose()
 

@@ -335,6 +335,8 @@ class TurnEngine:
             update.update(options.request_fields())
             if tools and options.tool_choice is not None:
                 update["tool_choice"] = options.tool_choice
+        if turn.upstream_user is not None:  # the signed-in user's, over a client's ``user``
+            update["user_id"] = turn.upstream_user
         return self._request.model_copy(update=update)
 
     async def _complete(self, turn: Turn, request: ChatRequest) -> ChatCompletion:

@@ -53,6 +53,7 @@ class TurnWatch:
         plan: the turn's tools; a tool the model names outside it is counted as ``unknown``.
         conversation_id: hashed before it is written anywhere.
         stream: whether the turn streams (only streamed turns have a time to first text).
+        user: the asker's user id, hashed before it is written (the log line's ``user``).
     """
 
     __slots__ = (
@@ -62,6 +63,7 @@ class TurnWatch:
         "_plan",
         "_span",
         "_tracing",
+        "_user",
         "account",
         "model",
         "persona",
@@ -76,8 +78,10 @@ class TurnWatch:
         conversation_id: str | None,
         *,
         stream: bool,
+        user: str | None = None,
     ) -> None:
         self.account = TurnAccount()
+        self._user = user
         self._metrics = telemetry.metrics
         self._tracing = telemetry.tracing
         self.persona = spec.name
@@ -261,6 +265,7 @@ class TurnWatch:
             "persona": self.persona,
             "model": self.model,
             "conversation": conversation_hash(self._conversation_id),
+            "user": conversation_hash(self._user),
             "request_id": account.request_ids[-1] if account.request_ids else None,
             "request_ids": list(account.request_ids),
             "outcome": outcome,

@@ -47,8 +47,9 @@ from generic_framework.core.tooling import (
 )
 from generic_framework.core.turn import Turn, turn_record
 from generic_framework.errors import ToolLoopError
-from generic_framework.limits import check_conversation_id, check_text
+from generic_framework.limits import check_text
 from generic_framework.mcp_tools.spec import MCPServerSpec
+from generic_framework.store.users import Caller, check_conversation_key, pseudonym
 from generic_framework.tools.base import FunctionTool, Tool
 from generic_framework.tools.reader import ReadFunction, has_url, make_reader_tool
 from generic_framework.tools.search import SearchFunction
@@ -317,12 +318,15 @@ class Persona(TurnEngine):
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
         options: TurnOptions | None = None,
+        caller: Caller | None = None,
     ) -> Reply:
         """Answer one user message; with ``conversation_id``, in that stored conversation.
 
         Args:
             text: the user's message.
-            conversation_id: a stored conversation whose history is used and extended.
+            conversation_id: a stored conversation whose history is used and extended: an id
+                (the bootstrap admin's conversation, as the CLI's), or a user's conversation
+                key (:func:`~generic_framework.store.users.conversation_key`).
             history: instead, the earlier messages as OpenAI-style dicts (``{"role": "user",
                 "content": "..."}``; :mod:`generic_framework.core.history` has the rules):
                 sanitised and trimmed to ``HISTORY_TURNS`` like a stored history; its system
@@ -331,10 +335,13 @@ class Persona(TurnEngine):
             options: the caller's sampling settings, output format and own tools
                 (:class:`~generic_framework.core.options.TurnOptions`); a turn with
                 ``client_tools`` may end with :attr:`Reply.tool_calls` for the caller to run.
+            caller: who asks (the service's signed-in user): the stored record keeps their
+                user and key ids, and the upstream request carries their stable pseudonym as
+                ``user_id`` (:func:`~generic_framework.store.users.pseudonym`).
 
         Raises:
             ValueError: ``text`` is not UTF-8 text, ``conversation_id`` breaks the rule of
-                :func:`~generic_framework.limits.check_conversation_id`, both
+                :func:`~generic_framework.store.users.check_conversation_key`, both
                 ``conversation_id`` and ``history`` are given, or ``history`` is invalid or
                 has system messages the persona refuses (``allow_client_system = false``), or
                 ``options`` has caller tools or a continuation with ``conversation_id``
@@ -342,7 +349,8 @@ class Persona(TurnEngine):
             GLMError: the API failed for good (after retries); nothing is stored then.
         """
         reply: Reply | None = None
-        async for event in self._run_turn(text, conversation_id, history, options, stream=False):
+        turn = self._run_turn(text, conversation_id, history, options, caller, stream=False)
+        async for event in turn:
             if isinstance(event, Done):
                 reply = event.reply
         if reply is None:
@@ -356,6 +364,7 @@ class Persona(TurnEngine):
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
         options: TurnOptions | None = None,
+        caller: Caller | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as a stream of events, ending with ``Done(reply)``.
 
@@ -364,7 +373,7 @@ class Persona(TurnEngine):
         Invalid arguments raise the :class:`ValueError` of :meth:`respond` on the first
         iteration, before anything is sent.
         """
-        return self._run_turn(text, conversation_id, history, options, stream=True)
+        return self._run_turn(text, conversation_id, history, options, caller, stream=True)
 
     async def aclose(self) -> None:
         """Close the runtime this persona opened itself (a shared runtime stays open)."""
@@ -398,19 +407,19 @@ class Persona(TurnEngine):
         """The turn's arguments checked (see :meth:`respond`), and the caller's history."""
         # Checked before anything is sent: a turn the store would refuse must not be paid for.
         check_text(text)
-        if conversation_id is not None:
-            check_conversation_id(conversation_id)
-            if options.client_tools or options.continuation:
-                raise ValueError(
-                    "a stored conversation cannot hold the caller's tool rounds: send the "
-                    "caller's tools (and their results) without conversation_id"
-                )
+        if conversation_id is not None and (options.client_tools or options.continuation):
+            raise ValueError(
+                "a stored conversation cannot hold the caller's tool rounds: send the "
+                "caller's tools (and their results) without conversation_id"
+            )
         return self._foreign(conversation_id, history)
 
     def _foreign(
         self, conversation_id: str | None, history: Sequence[HistoryItem] | None
     ) -> ForeignHistory:
-        """The caller's history, checked; empty without one."""
+        """The caller's history, checked; empty without one (the conversation's key checked)."""
+        if conversation_id is not None:
+            check_conversation_key(conversation_id)
         if history is None:
             return ForeignHistory(system=(), messages=())
         if conversation_id is not None:
@@ -431,6 +440,7 @@ class Persona(TurnEngine):
         conversation_id: str | None,
         history: Sequence[HistoryItem] | None,
         options: TurnOptions | None,
+        caller: Caller | None,
         *,
         stream: bool,
     ) -> AsyncGenerator[PersonaEvent, None]:
@@ -444,7 +454,7 @@ class Persona(TurnEngine):
             return
         plan = await self._turn_plan(plan, options)
         end: TurnEnd | None = None
-        watch = TurnWatch(self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream)
+        watch = self._watch(plan, conversation_id, caller, stream=stream)
         try:
             async with self.runtime.conversation(conversation_id) as held:
                 watch.began()
@@ -454,6 +464,8 @@ class Persona(TurnEngine):
                 turn = self._new_turn(
                     query, plan, earlier, foreign.system, conversation_id, watch, options
                 )
+                if caller is not None:
+                    turn.upstream_user = pseudonym(caller.user.id)
                 async with aclosing(self._loop(turn, stream)) as run:
                     async for event in run:
                         if isinstance(event, TurnEnd):
@@ -461,7 +473,7 @@ class Persona(TurnEngine):
                         else:
                             yield event
                 if end is not None and end.store and held is not None:
-                    record = turn_record(text, end.reply, watch.account)
+                    record = turn_record(text, end.reply, watch.account, caller)
                     await held.append_turn(self.name, turn.new, record)
         except BaseException as exc:
             watch.failed(exc)
@@ -485,6 +497,15 @@ class Persona(TurnEngine):
         if builtin:
             specs.insert(0, self.web_search.to_spec())
         return ToolPlan(specs, {}, builtin_search=builtin)
+
+    def _watch(
+        self, plan: ToolPlan, conversation_id: str | None, caller: Caller | None, *, stream: bool
+    ) -> TurnWatch:
+        """The turn's watch (its log line carries the asker's hashed user id)."""
+        user = caller.user.id if caller is not None else None
+        return TurnWatch(
+            self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream, user=user
+        )
 
     def _parse(self, text: str) -> tuple[str, ToolPlan]:
         """``//`` after leading whitespace marks a web query: strip it, use the web plan (with

@@ -20,6 +20,7 @@ from generic_framework.core.options import NO_OPTIONS, TurnOptions
 from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
 from generic_framework.core.tooling import ToolPlan, call_name
 from generic_framework.store.base import SourceRecord, TurnRecord
+from generic_framework.store.users import Caller
 from generic_framework.wire.messages import AssistantMessage, ChatCompletion, Message, ToolCall
 from generic_framework.wire.model import ChatModel
 
@@ -28,10 +29,13 @@ __all__ = ["Turn", "turn_record"]
 logger = logging.getLogger("generic_framework.persona")
 
 
-def turn_record(text: str, reply: Reply, account: TurnAccount) -> TurnRecord:
+def turn_record(
+    text: str, reply: Reply, account: TurnAccount, caller: Caller | None = None
+) -> TurnRecord:
     """What the store keeps beside a turn's messages: ``text`` as typed (``//`` included),
-    the reply's model, stop reason and sources, and the numbers of the turn's ``account``
-    (the same the reply, the metrics and the log line show), timed from the turn's beginning."""
+    the reply's model, stop reason and sources, the numbers of the turn's ``account``
+    (the same the reply, the metrics and the log line show), timed from the turn's beginning,
+    and who asked (``caller``'s user and key ids)."""
     return TurnRecord(
         input=text,
         model=reply.model,
@@ -49,6 +53,8 @@ def turn_record(text: str, reply: Reply, account: TurnAccount) -> TurnRecord:
         started_at=account.began_at.isoformat(timespec="milliseconds"),
         duration_ms=round(account.turn_ms, 1),
         round_ms=tuple(round(ms, 1) for ms in account.round_ms),
+        user_id=caller.user.id if caller is not None else "",
+        key_id=caller.key_id if caller is not None else "",
     )
 
 
@@ -65,6 +71,8 @@ class Turn:
         prefix: system prompt + sanitised history: the same for every round.
         conversation_id: where the turn will be stored, if anywhere.
         options: the caller's options (:class:`~generic_framework.core.options.TurnOptions`).
+        upstream_user: the asker's pseudonym, sent as the requests' ``user_id`` (set after
+            the turn is made; ``None``: none is sent).
         watch: told about each model call and each round; keeps the turn's
             :class:`~generic_framework.core.account.TurnAccount`.
 
@@ -92,6 +100,8 @@ class Turn:
     def holds_text(self) -> bool:
         """The answer is streamed only once validated (a JSON schema was asked for)."""
         return self.options.json_schema is not None
+
+    upstream_user: str | None = None
 
     @property
     def account(self) -> TurnAccount:

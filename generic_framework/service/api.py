@@ -10,16 +10,20 @@ runtime's locks; ``DELETE`` takes the same lock.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from generic_framework.core.events import PersonaEvent
+from generic_framework.core.events import Done, PersonaEvent
+from generic_framework.core.persona import WEB_PREFIX
+from generic_framework.service.callers import acting_for, caller_of
 from generic_framework.service.client_request import client_turn
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.idempotency import idempotent
 from generic_framework.service.mapping import chat_completion, conversation_body, turn_body
+from generic_framework.service.quotas import Allowance, admit_turn, record_turn
 from generic_framework.service.requests import checked_text, parse_body, path_conversation_id
 from generic_framework.service.schemas import (
     ChatCompletionRequest,
@@ -34,6 +38,7 @@ from generic_framework.service.schemas import (
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
 from generic_framework.service.streaming import turn_stream
 from generic_framework.store.base import LIST_LIMIT_MAX, StoredMessage
+from generic_framework.store.users import Caller, conversation_key, split_key
 
 __all__ = [
     "chat_completions",
@@ -76,8 +81,22 @@ def _stream(
     )
 
 
-def _persona(state: ServiceState, name: str, param: str) -> PersonaLike:
+def _allowed(caller: Caller, name: str) -> bool:
+    """Whether the caller's key (if it has a persona allowlist) may use persona ``name``."""
+    personas = caller.key.personas if caller.key is not None else None
+    return personas is None or name in personas
+
+
+def _persona(state: ServiceState, name: str, param: str, caller: Caller) -> PersonaLike:
     persona = state.personas.get(name)
+    if persona is not None and not _allowed(caller, name):
+        raise ServiceError(
+            403,
+            f"this API key may not use persona {name!r}",
+            type_="permission_error",
+            param=param,
+            code="persona_not_allowed",
+        )
     if persona is None:
         known = ", ".join(sorted(state.personas)) or "none"
         raise ServiceError(
@@ -93,21 +112,48 @@ def _no_conversation(conversation_id: str) -> ServiceError:
     return ServiceError(404, f"no conversation {conversation_id!r}", code="conversation_not_found")
 
 
+async def _key(request: Request, state: ServiceState, conversation_id: str) -> str:
+    """Where the store keeps the conversation the request names: the caller's own, or the
+    ``?user=`` user's for an admin (service/callers.py)."""
+    owner = await acting_for(request, state.runtime.store)
+    return conversation_key(owner, conversation_id)
+
+
+async def _admit(request: Request, state: ServiceState, text: str) -> Allowance:
+    """Count the turn against the caller's limits (service/quotas.py), or refuse it (429)."""
+    web = text.lstrip().startswith(WEB_PREFIX)
+    return await admit_turn(caller_of(request), state.runtime.store, state.settings, web=web)
+
+
+async def _counted(
+    events: AsyncGenerator[PersonaEvent, None], allowance: Allowance, state: ServiceState
+) -> AsyncGenerator[PersonaEvent, None]:
+    """A streamed turn's events; its tokens and searches are added to the daily totals."""
+    async with aclosing(events) as inner:
+        async for event in inner:
+            if isinstance(event, Done):
+                await record_turn(allowance, event.reply, state.runtime.store)
+            yield event
+
+
 async def list_models(request: Request) -> Response:
     """``GET /v1/models``: the personas, as OpenAI models."""
     state = state_of(request)
+    caller = caller_of(request)
     data = [
         ModelOut(id=name, description=persona.description or "")
         for name, persona in sorted(state.personas.items())
+        if _allowed(caller, name)
     ]
     return _json(ModelListOut(data=data))
 
 
 async def get_model(request: Request) -> Response:
-    """``GET /v1/models/{model}``: one persona, as an OpenAI model; 404 when unknown."""
+    """``GET /v1/models/{model}``: one persona, as an OpenAI model; 404 when unknown, 403 when
+    the caller's key may not use it (as a turn with it would be)."""
     state = state_of(request)
     name = str(request.path_params["model"])
-    persona = _persona(state, name, "model")
+    persona = _persona(state, name, "model", caller_of(request))
     return _json(ModelOut(id=name, description=persona.description or ""))
 
 
@@ -122,8 +168,9 @@ async def chat_completions(request: Request) -> Response:
     With ``Idempotency-Key`` a retry gets the first answer (service/idempotency.py).
     """
     state = state_of(request)
+    caller = caller_of(request)
     body = await parse_body(request, ChatCompletionRequest)
-    persona = _persona(state, body.model, "model")
+    persona = _persona(state, body.model, "model", caller)
     cid = body.conversation_id
     footer = (
         state.settings.bot_sources_footer if body.sources_footer is None else body.sources_footer
@@ -136,14 +183,23 @@ async def chat_completions(request: Request) -> Response:
         max_tool_rounds=getattr(persona, "max_tool_rounds", None),
     )
     text, history, options = turn.text, turn.history, turn.options
+    key = None if cid is None else await _key(request, state, cid)
 
     async def run() -> Response:
+        allowance = await _admit(request, state, text)
         if body.stream:
-            events = persona.stream(text, conversation_id=cid, history=history, options=options)
+            events = persona.stream(
+                text, conversation_id=key, history=history, options=options, caller=caller
+            )
+            if allowance.scopes:
+                events = _counted(events, allowance, state)
             return _stream(
                 state, events, body.model, cid, footer=footer, include_usage=turn.include_usage
             )
-        reply = await persona.respond(text, conversation_id=cid, history=history, options=options)
+        reply = await persona.respond(
+            text, conversation_id=key, history=history, options=options, caller=caller
+        )
+        await record_turn(allowance, reply, state.runtime.store)
         return _json(chat_completion(reply, body.model, cid, footer=footer))
 
     return await idempotent(request, run)
@@ -153,25 +209,34 @@ async def post_message(request: Request) -> Response:
     """``POST /v1/conversations/{id}/messages``: one turn with server-held history; with
     ``Idempotency-Key`` a retry gets the first answer (service/idempotency.py)."""
     state = state_of(request)
+    caller = caller_of(request)
     cid = path_conversation_id(request)
+    key = await _key(request, state, cid)
     body = await parse_body(request, TurnRequest)
-    persona = _persona(state, body.persona, "persona")
+    persona = _persona(state, body.persona, "persona", caller)
     text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
 
     async def run() -> Response:
+        allowance = await _admit(request, state, text)
         if body.stream:
-            return _stream(state, persona.stream(text, conversation_id=cid), body.persona, cid)
-        reply = await persona.respond(text, conversation_id=cid)
+            events = persona.stream(text, conversation_id=key, caller=caller)
+            if allowance.scopes:
+                events = _counted(events, allowance, state)
+            return _stream(state, events, body.persona, cid)
+        reply = await persona.respond(text, conversation_id=key, caller=caller)
+        await record_turn(allowance, reply, state.runtime.store)
         return _json(turn_body(reply, body.persona, cid))
 
     return await idempotent(request, run)
 
 
 def _limit(request: Request, default: int = 20) -> int:
-    unknown = sorted(set(request.query_params) - {"limit", "before"})
+    unknown = sorted(set(request.query_params) - {"limit", "before", "user"})
     if unknown:
         raise ServiceError(
-            400, f"unknown query parameter {unknown[0]!r} (known: limit, before)", param=unknown[0]
+            400,
+            f"unknown query parameter {unknown[0]!r} (known: limit, before, user)",
+            param=unknown[0],
         )
     raw = request.query_params.get("limit")
     if raw is None:
@@ -190,14 +255,17 @@ async def list_conversations(request: Request) -> Response:
     """
     state = state_of(request)
     limit = _limit(request)
+    owner = await acting_for(request, state.runtime.store)
     before = request.query_params.get("before")
     try:
-        found = await state.runtime.store.list_conversations(limit=limit, before=before)
+        found = await state.runtime.store.list_conversations(
+            limit=limit, before=before, owner=owner
+        )
     except ValueError as exc:
         raise ServiceError(400, str(exc), param="before", code="invalid_cursor") from None
     data = [
         ConversationSummaryOut(
-            id=c.id,
+            id=split_key(c.id)[1],
             persona=c.persona,
             title=c.title,
             created_at=c.created_at,
@@ -214,7 +282,7 @@ async def get_conversation(request: Request) -> Response:
     """``GET /v1/conversations/{id}``: the stored messages, oldest first; 404 when unknown."""
     state = state_of(request)
     cid = path_conversation_id(request)
-    turns = await state.runtime.store.turns(cid)
+    turns = await state.runtime.store.turns(await _key(request, state, cid))
     if turns is None:
         raise _no_conversation(cid)
     stored = [
@@ -233,8 +301,9 @@ async def delete_conversation(request: Request) -> Response:
     """
     state = state_of(request)
     cid = path_conversation_id(request)
-    async with state.runtime.locks.hold(cid):
-        deleted = await state.runtime.store.delete(cid)
+    key = await _key(request, state, cid)
+    async with state.runtime.locks.hold(key):
+        deleted = await state.runtime.store.delete(key)
     if not deleted:
         raise _no_conversation(cid)
     return Response(status_code=204)
@@ -245,8 +314,9 @@ async def rename_conversation(request: Request) -> Response:
     404 when unknown."""
     state = state_of(request)
     cid = path_conversation_id(request)
+    key = await _key(request, state, cid)
     title = (await parse_body(request, RenameRequest)).title  # checked: check_title
-    if not await state.runtime.store.rename(cid, title):
+    if not await state.runtime.store.rename(key, title):
         raise _no_conversation(cid)
     return _json(RenamedOut(id=cid, title=title))
 
@@ -260,8 +330,9 @@ async def delete_last_turn(request: Request) -> Response:
     """
     state = state_of(request)
     cid = path_conversation_id(request)
-    async with state.runtime.locks.hold(cid):
-        removed = await state.runtime.store.delete_last_turn(cid)
+    key = await _key(request, state, cid)
+    async with state.runtime.locks.hold(key):
+        removed = await state.runtime.store.delete_last_turn(key)
     if not removed:
         raise _no_conversation(cid)
     return Response(status_code=204)

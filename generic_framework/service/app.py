@@ -11,9 +11,10 @@ Middleware, outermost first (service/middleware.py): the client's address from a
 proxy's ``X-Forwarded-For`` (only with ``BOT_TRUSTED_PROXIES``; service/forwarded.py), the Host
 allowlist (without
 ``BOT_API_TOKEN``, or whenever ``BOT_ALLOWED_HOSTS`` is set), CORS (only when
-``BOT_CORS_ORIGINS`` is set), the Origin check, bearer auth on ``/v1/*`` and ``/metrics``
-(only when ``BOT_API_TOKEN`` is set; ``/metrics`` stays open with
-``BOT_METRICS_PUBLIC=true``), JSON-only state changes, the body limit (``BOT_MAX_BODY``).
+``BOT_CORS_ORIGINS`` is set), the Origin check, who is asking on ``/v1/*`` and ``/metrics``
+(service/callers.py: an API key, ``BOT_API_TOKEN``, the trusted header; ``/metrics`` for
+admins, open with ``BOT_METRICS_PUBLIC=true``), JSON-only state changes, the body limit
+(``BOT_MAX_BODY``).
 Endpoints raise; the exception handlers
 (:data:`~generic_framework.service.errors.EXCEPTION_HANDLERS`) answer every error as
 OpenAI-style JSON, including Starlette's own 404 and 405.
@@ -39,8 +40,9 @@ from starlette.staticfiles import StaticFiles
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
 from generic_framework.errors import ConfigError
-from generic_framework.redaction import redact_url, register_secret
+from generic_framework.redaction import redact_url
 from generic_framework.runtime import Runtime, default_persona
+from generic_framework.service.accounts import admin_key, admin_keys, admin_user, admin_users, me
 from generic_framework.service.api import (
     chat_completions,
     conversation,
@@ -50,12 +52,12 @@ from generic_framework.service.api import (
     list_models,
     post_message,
 )
+from generic_framework.service.callers import Authenticator, CallerMiddleware, require_admin
 from generic_framework.service.errors import EXCEPTION_HANDLERS
 from generic_framework.service.forwarded import ForwardedClientMiddleware
 from generic_framework.service.info import bot_info, mock_examples, recorded_examples
 from generic_framework.service.middleware import (
     PROBE_PATHS,
-    BearerAuthMiddleware,
     BodyLimitMiddleware,
     HostAllowlistMiddleware,
     JsonOnlyMiddleware,
@@ -131,7 +133,10 @@ async def _readyz(request: Request) -> Response:
 
 
 async def _metrics(request: Request) -> Response:
-    metrics = state_of(request).runtime.telemetry.metrics
+    state = state_of(request)
+    if not state.settings.bot_metrics_public:
+        require_admin(request)
+    metrics = state.runtime.telemetry.metrics
     body, content_type = metrics.exposition(request.headers.get("accept", ""))
     return Response(body, headers={"Content-Type": content_type})
 
@@ -140,7 +145,7 @@ async def _openapi(request: Request) -> Response:
     return JSONResponse(openapi_document())
 
 
-def _middleware(settings: Settings) -> list[Middleware]:
+def _middleware(settings: Settings, authenticator: Authenticator) -> list[Middleware]:
     """The middleware stack, outermost first (the module docstring says what each does)."""
     stack = []
     if settings.trusted_proxies:
@@ -168,11 +173,8 @@ def _middleware(settings: Settings) -> list[Middleware]:
             )
         )
     stack.append(Middleware(OriginCheckMiddleware, allowed=origins))
-    if settings.bot_api_token is not None:
-        token = settings.bot_api_token.get_secret_value()
-        register_secret(token)
-        protected = () if settings.bot_metrics_public else ("/metrics",)
-        stack.append(Middleware(BearerAuthMiddleware, token=token, also=protected))
+    protected = () if settings.bot_metrics_public else ("/metrics",)
+    stack.append(Middleware(CallerMiddleware, authenticator=authenticator, also=protected))
     stack.append(Middleware(JsonOnlyMiddleware))
     stack.append(Middleware(BodyLimitMiddleware, max_body=settings.bot_max_body))
     return stack
@@ -199,6 +201,11 @@ def _routes() -> list[Route | Mount]:
         Route(
             "/v1/conversations/{conversation_id}/turns/last", delete_last_turn, methods=["DELETE"]
         ),
+        Route("/v1/me", me, methods=["GET"]),
+        Route("/v1/admin/users", admin_users, methods=["GET", "POST"]),
+        Route("/v1/admin/users/{name}", admin_user, methods=["GET", "PATCH", "DELETE"]),
+        Route("/v1/admin/keys", admin_keys, methods=["GET", "POST"]),
+        Route("/v1/admin/keys/{key_id}", admin_key, methods=["DELETE"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
 
@@ -327,7 +334,7 @@ def create_app(
     state = _state(runtime, _served(runtime, personas), owns=owns, offline=offline)
     app = Starlette(
         routes=_routes(),
-        middleware=_middleware(state.settings),
+        middleware=_middleware(state.settings, Authenticator(state.settings, runtime.store)),
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=_lifespan(state),
     )

@@ -2,8 +2,9 @@
 
 A client that lost an answer (a timeout, a dropped connection, a 503 from a proxy while a
 replica was replaced) retries with the same key; the turn then runs once. Per caller
-(:func:`~generic_framework.service.caller.caller_id`) and key, in the conversation store so
-every replica sees it (:mod:`~generic_framework.store.keys`, docs/design/0608):
+(:func:`~generic_framework.service.callers.caller_id`: the signed-in user, and the key used)
+and key, in the conversation store so every replica sees it
+(:mod:`~generic_framework.store.keys`, docs/design/0608):
 
 - **New key**: claimed, and the request runs under a lease that a background task renews.
   A completed answer is kept for a day (:data:`~generic_framework.store.keys.KEEP_SECONDS`):
@@ -33,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from generic_framework.service.caller import caller_id
+from generic_framework.service.callers import caller_id
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.state import state_of
 from generic_framework.service.streaming import DONE, KEEPALIVE, SSE_HEADERS, TurnStream

@@ -1,4 +1,5 @@
-"""Pure ASGI middleware: what a browser may send, bearer-token auth, the request-body limit.
+"""Pure ASGI middleware: what a browser may send and the request-body limit (who is asking:
+service/callers.py).
 
 All are plain ASGI callables rather than Starlette ``BaseHTTPMiddleware`` so that streamed
 responses pass through untouched and a refused request costs no task.
@@ -22,7 +23,6 @@ as before, unless ``BOT_ALLOWED_HOSTS`` is set, which turns the Host check on wi
 from __future__ import annotations
 
 import asyncio
-import hmac
 import ipaddress
 import json
 from collections.abc import Iterable
@@ -33,7 +33,6 @@ from generic_framework.service.errors import error_body
 
 __all__ = [
     "PROBE_PATHS",
-    "BearerAuthMiddleware",
     "BodyLimitMiddleware",
     "HostAllowlistMiddleware",
     "JsonOnlyMiddleware",
@@ -70,50 +69,6 @@ async def _send_error(
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-class BearerAuthMiddleware:
-    """Require ``Authorization: Bearer <token>`` on every path under ``/v1``, and on ``also``.
-
-    The comparison is constant-time (:func:`hmac.compare_digest`). ``/``, ``/static``,
-    ``/healthz``, ``/readyz`` and ``/openapi.json`` stay public: the page must load before it can
-    ask for the token, and probes carry no credentials. ``also`` names exact paths that need
-    the token too (``/metrics``, unless ``BOT_METRICS_PUBLIC``). With no token configured the
-    middleware is not installed at all (the service then refuses to bind beyond loopback).
-    """
-
-    def __init__(self, app: ASGIApp, token: str, also: tuple[str, ...] = ()) -> None:
-        self.app = app
-        self._expected = f"Bearer {token}".encode()
-        self._also = frozenset(also)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path: str = scope.get("path", "")
-        guarded = path == "/v1" or path.startswith("/v1/") or path in self._also
-        if scope["type"] != "http" or not guarded:
-            await self.app(scope, receive, send)
-            return
-        if self._authorized(scope):
-            await self.app(scope, receive, send)
-            return
-        await _send_error(
-            send,
-            401,
-            "missing or invalid bearer token; send the header Authorization with the value "
-            "'Bearer <BOT_API_TOKEN>'",
-            type_="authentication_error",
-            code="invalid_api_key",
-            headers=((b"www-authenticate", b'Bearer realm="generic-framework"'),),
-        )
-
-    def _authorized(self, scope: Scope) -> bool:
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                scheme, _, token = value.partition(b" ")
-                # The scheme is case-insensitive (RFC 9110 §11.1); the token is not.
-                presented = b"Bearer " + token.strip() if scheme.lower() == b"bearer" else value
-                return hmac.compare_digest(presented, self._expected)
-        return False
 
 
 class BodyLimitMiddleware:

@@ -14,6 +14,16 @@ from pydantic import BaseModel
 
 from generic_framework import __version__
 from generic_framework.limits import PERSONA_NAME_PATTERN
+from generic_framework.service.account_schemas import (
+    KeyCreatedOut,
+    KeyCreateRequest,
+    KeyListOut,
+    MeOut,
+    UserCreateRequest,
+    UserListOut,
+    UserOut,
+    UserUpdateRequest,
+)
 from generic_framework.service.schemas import (
     CONVERSATION_ID_PATTERN,
     BotInfoOut,
@@ -33,11 +43,19 @@ from generic_framework.service.schemas import (
     TurnRequest,
 )
 from generic_framework.store.base import CURSOR_PATTERN, LIST_LIMIT_MAX
+from generic_framework.store.users import USER_NAME_PATTERN
 
 __all__ = ["openapi_document"]
 
 _REF = "#/components/schemas/{model}"
-_REQUESTS: tuple[type[BaseModel], ...] = (ChatCompletionRequest, TurnRequest, RenameRequest)
+_REQUESTS: tuple[type[BaseModel], ...] = (
+    ChatCompletionRequest,
+    TurnRequest,
+    RenameRequest,
+    UserCreateRequest,
+    UserUpdateRequest,
+    KeyCreateRequest,
+)
 _RESPONSES: tuple[type[BaseModel], ...] = (
     BotInfoOut,
     ChatCompletionOut,
@@ -51,6 +69,11 @@ _RESPONSES: tuple[type[BaseModel], ...] = (
     HealthOut,
     ReadyOut,
     ErrorOut,
+    MeOut,
+    UserOut,
+    UserListOut,
+    KeyListOut,
+    KeyCreatedOut,
 )
 
 
@@ -79,15 +102,20 @@ def _errors(*statuses: int) -> dict[str, Any]:
         400: "Invalid request (bad JSON, a field, a message too long, a Host not in "
         "BOT_ALLOWED_HOSTS), or the language model service refused it (content filter, invalid "
         "request, unknown model; `code` is Z.AI's)",
-        401: "Missing or wrong bearer token",
-        403: "Another site's Origin, or the service's API account may not do this",
-        404: "Unknown persona or conversation",
+        401: "Missing, wrong, revoked or expired API key (or BOT_API_TOKEN), or a trusted "
+        "user header from an address not in BOT_TRUSTED_PROXIES",
+        403: "Another site's Origin, an admin-only request (?user=, /v1/admin) from a user, a "
+        "persona the key may not use, or the service's API account may not do this",
+        404: "Unknown persona, conversation, user or key",
         408: "The request body arrived too slowly",
-        409: "A request with this Idempotency-Key is still running (Retry-After)",
+        409: "A request with this Idempotency-Key is still running (Retry-After), a user of "
+        "that name exists already, or a change the bootstrap admin refuses",
         413: "Body larger than BOT_MAX_BODY",
         415: "A state-changing request that is not application/json",
         422: "This Idempotency-Key was used with another request body",
-        429: "Rate limited or quota used up upstream (Retry-After when waiting helps)",
+        429: "A limit of the user or key (requests per minute, tokens or web searches per day; "
+        "`code` names it), or rate limited or quota used up upstream (Retry-After when waiting "
+        "helps)",
         502: "The language model service failed or cannot be reached",
         503: "The language model is overloaded, or no upstream slot (Retry-After)",
         504: "The language model service timed out",
@@ -158,10 +186,85 @@ def _paths() -> dict[str, Any]:
                     **_errors(*_TURN_ERRORS),
                 },
                 body=ChatCompletionRequest,
-                parameters=[_IDEMPOTENCY_KEY],
+                parameters=[_IDEMPOTENCY_KEY, _USER],
             )
         },
-        **_conversation_paths(sse),
+        **(_conversation_paths(sse) | _user_paths() | _key_paths()),
+    }
+
+
+def _user_paths() -> dict[str, Any]:
+    """``/v1/me`` and ``/v1/admin/users``."""
+    name = {
+        "name": "name",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": USER_NAME_PATTERN},
+    }
+    admin = (400, 401, 403, 404, 415)
+    return {
+        "/v1/me": {
+            "get": _op(
+                "Who the caller is, how they signed in, their limits and what is left today",
+                {"200": _ok(MeOut), **_errors(400, 401)},
+            )
+        },
+        "/v1/admin/users": {
+            "get": _op(
+                "Every user (admins only)", {"200": _ok(UserListOut), **_errors(400, 401, 403)}
+            ),
+            "post": _op(
+                "Add a user (admins only); 409 when the name is taken",
+                {"201": _ok(UserOut, "Added"), **_errors(*admin, 409)},
+                body=UserCreateRequest,
+            ),
+        },
+        "/v1/admin/users/{name}": {
+            "get": _op(
+                "A user (admins only)", {"200": _ok(UserOut), **_errors(*admin)}, parameters=[name]
+            ),
+            "patch": _op(
+                "Change a user's role or limits (admins only); 409 for the bootstrap admin's "
+                "role or limits",
+                {"200": _ok(UserOut), **_errors(*admin, 409)},
+                body=UserUpdateRequest,
+                parameters=[name],
+            ),
+            "delete": _op(
+                "Remove a user with their keys and conversations (admins only); 409 for the "
+                "bootstrap admin",
+                {"204": {"description": "Removed"}, **_errors(*admin, 409)},
+                parameters=[name],
+            ),
+        },
+    }
+
+
+def _key_paths() -> dict[str, Any]:
+    """``/v1/admin/keys``."""
+    key_id = {"name": "key_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    owner = {**_USER, "description": "only this user's keys"}
+    admin = (400, 401, 403, 404, 415)
+    return {
+        "/v1/admin/keys": {
+            "get": _op(
+                "Keys' records, never a key (admins only)",
+                {"200": _ok(KeyListOut), **_errors(400, 401, 403, 404)},
+                parameters=[owner],
+            ),
+            "post": _op(
+                "Create a key, shown this once (admins only); the user is made when missing",
+                {"201": _ok(KeyCreatedOut, "Created"), **_errors(*admin)},
+                body=KeyCreateRequest,
+            ),
+        },
+        "/v1/admin/keys/{key_id}": {
+            "delete": _op(
+                "Revoke a key at once, on every replica (admins only)",
+                {"204": {"description": "Revoked"}, **_errors(*admin)},
+                parameters=[key_id],
+            )
+        },
     }
 
 
@@ -180,7 +283,16 @@ _PAGE = [
         "schema": {"type": "string", "pattern": CURSOR_PATTERN},
     },
 ]
-"""The query parameters of ``GET /v1/conversations``."""
+"""The query parameters of ``GET /v1/conversations`` (besides :data:`_USER`)."""
+
+_USER = {
+    "name": "user",
+    "in": "query",
+    "required": False,
+    "description": "admins only: act on this user's conversations (403 for anyone else)",
+    "schema": {"type": "string", "pattern": USER_NAME_PATTERN},
+}
+"""``?user=NAME``: an admin acting on another user's conversations."""
 
 
 _MODEL_ID = {
@@ -218,8 +330,8 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
         "/v1/conversations": {
             "get": _op(
                 "Stored conversations, most recently updated first, a page at a time",
-                {"200": _ok(ConversationListOut), **_errors(400, 401, 403)},
-                parameters=_PAGE,
+                {"200": _ok(ConversationListOut), **_errors(400, 401, 403, 404)},
+                parameters=[*_PAGE, _USER],
             )
         },
         "/v1/conversations/{conversation_id}/messages": {
@@ -233,7 +345,7 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
                     **_errors(*_TURN_ERRORS),
                 },
                 body=TurnRequest,
-                parameters=[conversation_id, _IDEMPOTENCY_KEY],
+                parameters=[conversation_id, _IDEMPOTENCY_KEY, _USER],
             )
         },
         "/v1/conversations/{conversation_id}": _one_conversation(conversation_id),
@@ -242,7 +354,7 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
                 "Remove the newest turn whole (question, tool rounds, answer), to ask it again or "
                 "edit it; removing the only turn removes the conversation",
                 {"204": {"description": "Removed"}, **_errors(400, 401, 403, 404, 415)},
-                parameters=[conversation_id],
+                parameters=[conversation_id, _USER],
             )
         },
     }
@@ -255,18 +367,18 @@ def _one_conversation(conversation_id: dict[str, Any]) -> dict[str, Any]:
             "A stored conversation: its persona, messages and turns (input as typed, "
             "answer, sources)",
             {"200": _ok(ConversationOut), **_errors(400, 401, 403, 404)},
-            parameters=[conversation_id],
+            parameters=[conversation_id, _USER],
         ),
         "patch": _op(
             "Rename a conversation: a title of its own, listed instead of its first input",
             {"200": _ok(RenamedOut), **_errors(400, 401, 403, 404, 415)},
             body=RenameRequest,
-            parameters=[conversation_id],
+            parameters=[conversation_id, _USER],
         ),
         "delete": _op(
             "Delete a conversation",
             {"204": {"description": "Deleted"}, **_errors(400, 401, 403, 404, 415)},
-            parameters=[conversation_id],
+            parameters=[conversation_id, _USER],
         ),
     }
 
@@ -309,7 +421,8 @@ def openapi_document() -> dict[str, Any]:
                 "bearer": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "BOT_API_TOKEN; required on /v1/* when it is set",
+                    "description": "a user's API key (gfk_...) or BOT_API_TOKEN (the bootstrap "
+                    "admin); required on /v1/* when BOT_API_TOKEN is set",
                 }
             },
         },

@@ -20,6 +20,7 @@ from generic_framework.core.history import HistoryItem
 from generic_framework.core.options import TurnOptions
 from generic_framework.core.reply import Reply
 from generic_framework.runtime import Runtime
+from generic_framework.store.users import Caller
 
 __all__ = ["Drain", "PersonaLike", "ServiceState", "state_of"]
 
@@ -54,9 +55,12 @@ class PersonaLike(Protocol):
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
         options: TurnOptions | None = None,
+        caller: Caller | None = None,
     ) -> Reply:
         """Answer one user message (``history``: the earlier messages of a stateless request;
-        ``options``: the client's sampling settings, output format and tools)."""
+        ``options``: the client's sampling settings, output format and tools;
+        ``conversation_id``: the store's key of the conversation, store/users.py; ``caller``:
+        who asks)."""
         ...
 
     def stream(
@@ -66,6 +70,7 @@ class PersonaLike(Protocol):
         conversation_id: str | None = None,
         history: Sequence[HistoryItem] | None = None,
         options: TurnOptions | None = None,
+        caller: Caller | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as events ending with ``Done``; closable (``aclose``)."""
         ...

@@ -5,7 +5,9 @@ turn (across processes where the backend can, without a transaction open while t
 works), and :meth:`~HeldConversation.append_turn` writes a turn's messages (user message,
 assistant tool calls, tool answers, final answer) and its record atomically after the turn
 completed, so a stored history never ends in an unanswered tool call. :class:`StoreAdmin` is
-the rest (list, read, delete, copy, schema); :class:`ConversationStore` is both. The upstream
+the rest (list, read, delete, copy, schema); :class:`~.users.UserAdmin` the users, their API
+keys and the counters of their limits (:mod:`~.users`: who owns a conversation follows from its
+key); :class:`ConversationStore` is all of them. The upstream
 budget is not the store's: the Runtime picks it from the configuration (docs/design/0315).
 
 Backends: :class:`~generic_framework.store.sqlite.SQLiteStore` (one file, the embedded default)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from generic_framework.limits import check_conversation_id
 from generic_framework.store.keys import KeyStore
+from generic_framework.store.users import UserAdmin
 from generic_framework.wire.messages import Message
 
 __all__ = [
@@ -86,6 +87,8 @@ class TurnRecord:
         started_at: when the turn started (ISO 8601, UTC).
         duration_ms: from the start to the reply, storage excluded.
         round_ms: each model call's duration (tools included), in order.
+        user_id, key_id: who asked: the user's id and the API key's public id ("" when
+            unknown: turns stored before users existed, or asked without a key).
     """
 
     input: str
@@ -101,6 +104,8 @@ class TurnRecord:
     started_at: str = ""
     duration_ms: float = 0.0
     round_ms: tuple[float, ...] = ()
+    user_id: str = ""
+    key_id: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The record as plain JSON values (sources and round times as lists).
@@ -170,7 +175,7 @@ def checksum(dump: ConversationDump) -> str:
                 "turn": t.turn,
                 "persona": t.persona,
                 "created_at": t.created_at,
-                "record": t.record.to_json() if t.record is not None else None,
+                "record": _canonical_record(t.record),
                 "messages": [m.model_dump(mode="json", exclude_none=True) for m in t.messages],
             }
             for t in dump.turns
@@ -178,6 +183,18 @@ def checksum(dump: ConversationDump) -> str:
     }
     text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical_record(record: TurnRecord | None) -> dict[str, Any] | None:
+    """A record's JSON for :func:`checksum`; who asked only when known, so the checksum of a
+    turn stored before users existed is unchanged."""
+    if record is None:
+        return None
+    data = record.to_json()
+    for name in ("user_id", "key_id"):
+        if not data[name]:
+            del data[name]
+    return data
 
 
 TITLE_CHARS = 80
@@ -191,7 +208,7 @@ class ConversationSummary:
     """One conversation as a list shows it.
 
     Attributes:
-        id: the conversation id.
+        id: the conversation's key (its id for the bootstrap admin's; store/users.py).
         persona: the persona of its latest turn.
         title: its first turn's input as typed (``//`` kept), cut to :data:`TITLE_CHARS`
             characters plus ``…``; the stored user message for a turn stored without a record.
@@ -235,9 +252,9 @@ def title_of(text: str) -> str:
     return text if len(text) <= TITLE_CHARS else text[:TITLE_CHARS] + "\u2026"
 
 
-CURSOR_PATTERN = r"^[0-9]{1,17}~[A-Za-z0-9_-]{1,128}$"
+CURSOR_PATTERN = r"^[0-9]{1,17}~(?:u[0-9a-f]{12}/)?[A-Za-z0-9_-]{1,128}$"
 """A :attr:`ConversationSummary.cursor`: ``updated_at`` in microseconds since 1970, ``~``, the
-id. Every string of this form is a valid cursor."""
+conversation's key (store/users.py). Every string of this form is a valid cursor."""
 _CURSOR = re.compile(CURSOR_PATTERN)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -362,11 +379,13 @@ class StoreAdmin(Protocol):
         ...
 
     async def list_conversations(
-        self, *, limit: int = 20, before: str | None = None
+        self, *, limit: int = 20, before: str | None = None, owner: str | None = None
     ) -> list[ConversationSummary]:
         """Conversations, most recently updated first (ties by id, descending).
 
         Args:
+            owner: only this user's (by id); every user's when ``None``. The summaries' ids
+                are the conversations' keys (store/users.py).
             limit: at most this many (1 to :data:`LIST_LIMIT_MAX`).
             before: a :attr:`ConversationSummary.cursor`: only the conversations listed after
                 that one.
@@ -397,6 +416,7 @@ class StoreAdmin(Protocol):
         ...
 
 
-class ConversationStore(TurnStore, StoreAdmin, KeyStore, Protocol):
-    """Both sides, and the idempotency keys: what each backend (SQLite, PostgreSQL)
-    implements and the Runtime owns."""
+class ConversationStore(TurnStore, StoreAdmin, KeyStore, UserAdmin, Protocol):
+    """Every side: what each backend (SQLite, PostgreSQL) implements and the Runtime owns
+    (conversations; the users and keys that own them, :class:`~.users.UserAdmin`; the
+    idempotency keys of turn requests, :class:`~.keys.KeyStore`)."""

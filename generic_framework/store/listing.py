@@ -6,12 +6,14 @@ not load ``sqlite3``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import TypeAdapter
 
 from generic_framework.store.base import TITLE_CHARS
 from generic_framework.wire.messages import Message
 
-__all__ = ["LIST_SQL", "TITLE_CUT", "message_text"]
+__all__ = ["LIST_SQL", "TITLE_CUT", "list_filter", "message_text"]
 
 _MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 
@@ -23,6 +25,21 @@ LIST_SQL = (
     " FROM conversations c {where} ORDER BY c.updated_at DESC, c.id DESC LIMIT {mark}"
 )
 """The conversation list's query (both backends fill in the cut, the filter and the mark)."""
+
+
+def list_filter(
+    after: tuple[Any, str] | None, owner: str | None, mark: str
+) -> tuple[str, tuple[Any, ...]]:
+    """The list's ``WHERE`` (one owner's conversations, those after a cursor) and its values."""
+    conditions: list[str] = []
+    values: list[Any] = []
+    if owner is not None:
+        conditions.append(f"c.owner = {mark}")
+        values.append(owner)
+    if after is not None:
+        conditions.append(f"(c.updated_at, c.id) < ({mark}, {mark})")
+        values.extend(after)
+    return ("WHERE " + " AND ".join(conditions) if conditions else ""), tuple(values)
 
 
 TITLE_CUT = TITLE_CHARS + 1

@@ -39,7 +39,6 @@ from generic_framework.store.base import (
     StoredMessage,
     StoredTurn,
     TurnRecord,
-    check_conversation_id,
     check_limit,
     check_title,
     split_cursor,
@@ -50,7 +49,9 @@ from generic_framework.store.postgres_locks import UNLOCK, Hold, PostgresLocks, 
 from generic_framework.store.postgres_reads import read_dump, read_page
 from generic_framework.store.postgres_rows import COLUMNS, MESSAGE, as_time, record_params
 from generic_framework.store.postgres_schema import MIGRATIONS, migrate
+from generic_framework.store.postgres_users import PostgresUsers
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS
+from generic_framework.store.users import check_conversation_key
 from generic_framework.wire.messages import Message
 
 __all__ = ["POOL_TIMEOUT", "PostgresStore"]
@@ -137,7 +138,7 @@ async def _send_turn(
 ) -> Any:
     """Send a turn's one statement (the counter's update, the turn's row, its messages);
     return its cursor, whose row is the turn's number."""
-    check_conversation_id(conversation_id)
+    check_conversation_key(conversation_id)
     if not messages:
         raise ValueError("a turn has at least one message")
     now = datetime.now(UTC)
@@ -222,8 +223,9 @@ class _Held:
             raise RuntimeError("the turn was already stored; take the lock again")
 
 
-class PostgresStore:
-    """Conversation histories in PostgreSQL; a :class:`ConversationStore` shared by replicas.
+class PostgresStore(PostgresUsers):
+    """Conversation histories in PostgreSQL; a :class:`ConversationStore` shared by replicas,
+    and its users, keys and limit counters (:class:`~.postgres_users.PostgresUsers`).
 
     Args:
         url: ``postgresql://user:password@host:port/database`` (libpq's URI; ``postgres://``
@@ -310,7 +312,7 @@ class PostgresStore:
         """Hold the conversation across every replica until the turn is stored or fails,
         with no transaction open and no pooled connection taken meanwhile; the last
         ``history`` turns are read in the same round trip as the lock."""
-        check_conversation_id(conversation_id)
+        check_conversation_key(conversation_id)
         read = (_LOAD, (conversation_id, conversation_id, history)) if history > 0 else None
         async with self._locks.hold(conversation_id, read) as hold:
             yield _Held(self._locks, hold, conversation_id, history)
@@ -330,7 +332,7 @@ class PostgresStore:
         record: TurnRecord | None = None,
     ) -> int:
         """Store one whole turn in one transaction (under the conversation's lock)."""
-        check_conversation_id(conversation_id)
+        check_conversation_key(conversation_id)
         async with self._connection() as conn:
             await _lock(conn, conversation_id)
             return await _append(conn, conversation_id, persona, messages, record)
@@ -399,13 +401,14 @@ class PostgresStore:
             return [row[0] for row in await cursor.fetchall()]
 
     async def list_conversations(
-        self, *, limit: int = 20, before: str | None = None
+        self, *, limit: int = 20, before: str | None = None, owner: str | None = None
     ) -> list[ConversationSummary]:
-        """Conversations, most recently updated first; ``before`` a returned cursor."""
+        """Conversations (``owner``'s, or all), most recently updated first; ``before`` a
+        returned cursor."""
         check_limit(limit)
         after = split_cursor(before) if before is not None else None
         async with self._connection() as conn:
-            return await read_page(conn, limit, after)
+            return await read_page(conn, limit, after, owner)
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:
         """Everything stored for a conversation (one consistent snapshot), or ``None``."""
@@ -419,7 +422,7 @@ class PostgresStore:
         Raises:
             ValueError: the conversation already exists here.
         """
-        check_conversation_id(dump.id)
+        check_conversation_key(dump.id)
         async with self._connection() as conn:
             await _lock(conn, dump.id)
             cursor = await conn.execute("SELECT 1 FROM conversations WHERE id = %s", (dump.id,))

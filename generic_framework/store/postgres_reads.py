@@ -13,7 +13,7 @@ from generic_framework.store.base import (
     cursor_of,
     title_of,
 )
-from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
+from generic_framework.store.listing import LIST_SQL, TITLE_CUT, list_filter, message_text
 from generic_framework.store.postgres_rows import COLUMNS, MESSAGE, iso, record_from
 from generic_framework.wire.messages import Message
 
@@ -21,11 +21,11 @@ __all__ = ["read_dump", "read_page"]
 
 
 async def read_page(
-    conn: Any, limit: int, after: tuple[datetime, str] | None
+    conn: Any, limit: int, after: tuple[datetime, str] | None, owner: str | None = None
 ) -> list[ConversationSummary]:
-    where = "WHERE (c.updated_at, c.id) < (%s, %s)" if after else ""
+    where, params = list_filter(after, owner, "%s")
     cursor = await conn.execute(
-        LIST_SQL.format(cut=TITLE_CUT, where=where, mark="%s"), (*(after or ()), limit)
+        LIST_SQL.format(cut=TITLE_CUT, where=where, mark="%s"), (*params, limit)
     )
     summaries = []
     for cid, created, updated, turns, title, persona, first in await cursor.fetchall():

@@ -58,6 +58,7 @@ def record_from(values: Sequence[Any]) -> TurnRecord | None:
     data = dict(zip(RECORD_COLUMNS, values, strict=True))
     if data["input"] is None:
         return None
+    data["user_id"], data["key_id"] = data["user_id"] or "", data["key_id"] or ""
     for name in _JSON:
         data[name] = json.loads(data[name] or "[]")
     data["started_at"] = iso(data["started_at"]) if data["started_at"] else ""

@@ -2,8 +2,9 @@
 
 :data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite_schema.MIGRATIONS` version by
 version (1: conversations, turns, messages; 2: the turn record; 3: the conversation list's
-index; 4: titles; 5: idempotency keys), so ``schema_version`` means the same on both backends
-and ``generic-framework db copy`` can move a conversation between them whole.
+index; 4: titles; 5: idempotency keys; 6: users, keys, owners and the limits'
+counters), so ``schema_version`` means the same on both backends and
+``generic-framework db copy`` can move a conversation between them whole.
 ``schema_migrations`` records every applied version.
 
 :func:`migrate` runs each pending migration in its own transaction that first takes a
@@ -82,6 +83,29 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " status integer, content_type text, body bytea,"
         " PRIMARY KEY (caller, key))",
         "CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at)",
+    ),
+    (
+        # Users, their keys and the counters of their limits (docs/design/0322). The owner
+        # follows from the conversation's key (store/users.py), so nothing stored is rewritten:
+        # conversations stored before belong to the bootstrap admin.
+        "ALTER TABLE conversations ADD COLUMN owner text GENERATED ALWAYS AS"
+        " (CASE WHEN strpos(id, '/') > 0 THEN split_part(id, '/', 1) ELSE 'admin' END) STORED",
+        "CREATE INDEX conversations_by_owner ON conversations (owner, updated_at, id)",
+        "ALTER TABLE turns ADD COLUMN user_id text, ADD COLUMN key_id text",
+        "CREATE TABLE users (id text PRIMARY KEY, name text NOT NULL UNIQUE, role text NOT NULL,"
+        " rpm integer, daily_tokens bigint, daily_searches integer,"
+        " created_at timestamptz NOT NULL DEFAULT now())",
+        "INSERT INTO users (id, name, role) VALUES ('admin', 'admin', 'admin')",
+        "CREATE TABLE api_keys (id text PRIMARY KEY,"
+        " user_id text NOT NULL REFERENCES users(id) ON DELETE CASCADE, hash text NOT NULL,"
+        " created_at timestamptz NOT NULL, expires_at timestamptz, revoked_at timestamptz,"
+        " personas text, rpm integer, daily_tokens bigint, daily_searches integer)",
+        "CREATE INDEX api_keys_by_user ON api_keys (user_id)",
+        "CREATE TABLE rate_events (scope text NOT NULL, at double precision NOT NULL)",
+        "CREATE INDEX rate_events_by_scope ON rate_events (scope, at)",
+        "CREATE TABLE usage_days (scope text NOT NULL, day date NOT NULL,"
+        " tokens bigint NOT NULL DEFAULT 0, searches bigint NOT NULL DEFAULT 0,"
+        " PRIMARY KEY (scope, day))",
     ),
 )
 """Schema changes in order; never edit one that shipped, append a new one."""

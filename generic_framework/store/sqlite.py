@@ -46,7 +46,6 @@ from generic_framework.store.base import (
     StoredMessage,
     StoredTurn,
     TurnRecord,
-    check_conversation_id,
     check_limit,
     check_title,
     cursor_of,
@@ -54,7 +53,7 @@ from generic_framework.store.base import (
     title_of,
 )
 from generic_framework.store.keys import PURGE_EVERY, Claim
-from generic_framework.store.listing import LIST_SQL, TITLE_CUT, message_text
+from generic_framework.store.listing import LIST_SQL, TITLE_CUT, list_filter, message_text
 from generic_framework.store.sqlite_schema import (
     MIGRATIONS,
     RECORD_COLUMNS,
@@ -62,6 +61,8 @@ from generic_framework.store.sqlite_schema import (
     record_from,
     record_values,
 )
+from generic_framework.store.sqlite_users import SQLiteUsers
+from generic_framework.store.users import check_conversation_key
 from generic_framework.wire.messages import Message
 
 __all__ = ["MIGRATIONS", "SQLiteStore"]
@@ -119,8 +120,9 @@ class _Held:
         return await self._store.append_turn(self._id, persona, messages, record)
 
 
-class SQLiteStore:
-    """Conversation histories in one SQLite file (WAL mode); a :class:`ConversationStore`.
+class SQLiteStore(SQLiteUsers):
+    """Conversation histories in one SQLite file (WAL mode); a :class:`ConversationStore`,
+    and its users, keys and limit counters (:class:`~.sqlite_users.SQLiteUsers`).
 
     Args:
         path: the database file; its directory is created when missing.
@@ -149,7 +151,7 @@ class SQLiteStore:
         """The conversation for one turn. Nothing is locked here: within a process the
         Runtime's locks serialise turns; across processes SQLite cannot (see the module).
         ``history`` changes nothing: the history is read when the turn loads it."""
-        yield _Held(self, check_conversation_id(conversation_id))
+        yield _Held(self, check_conversation_key(conversation_id))
 
     async def load(self, conversation_id: str, turns: int) -> list[Message]:
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
@@ -165,7 +167,7 @@ class SQLiteStore:
         record: TurnRecord | None = None,
     ) -> int:
         """Store one whole turn in one transaction; return its number (1 for the first)."""
-        check_conversation_id(conversation_id)
+        check_conversation_key(conversation_id)
         if not messages:
             raise ValueError("a turn has at least one message")
         bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in messages]
@@ -184,9 +186,10 @@ class SQLiteStore:
         return await self._offload.run(self._run, self._ids)
 
     async def list_conversations(
-        self, *, limit: int = 20, before: str | None = None
+        self, *, limit: int = 20, before: str | None = None, owner: str | None = None
     ) -> list[ConversationSummary]:
-        """Conversations, most recently updated first; ``before`` a returned cursor."""
+        """Conversations (``owner``'s, or all), most recently updated first; ``before`` a
+        returned cursor."""
         check_limit(limit)
         after = None
         if before is not None:
@@ -194,7 +197,7 @@ class SQLiteStore:
             # As stored: milliseconds (a cursor with finer time still sorts correctly as text).
             exact = "milliseconds" if stamp.microsecond % 1000 == 0 else "microseconds"
             after = (stamp.isoformat(timespec=exact), cid)
-        return await self._offload.run(self._run, _list, limit, after)
+        return await self._offload.run(self._run, _list, limit, after, owner)
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:
         """Everything stored for a conversation, or ``None``."""
@@ -206,7 +209,7 @@ class SQLiteStore:
         Raises:
             ValueError: the conversation already exists here.
         """
-        check_conversation_id(dump.id)
+        check_conversation_key(dump.id)
         await self._offload.run(self._run, self._restore, dump)
 
     async def schema_version(self) -> int:
@@ -272,6 +275,10 @@ class SQLiteStore:
     async def aclose(self) -> None:
         """Async spelling of :meth:`close`."""
         await self._offload.run(self.close)
+
+    async def _call(self, operation: Callable[..., _T], *args: object) -> _T:
+        """Run ``operation(db, *args)`` in the worker thread."""
+        return await self._offload.run(self._run, operation, *args)
 
     # ------------------------------------------------------------------ worker-thread side
 
@@ -465,11 +472,11 @@ def _insert_turn(
 
 
 def _list(
-    db: sqlite3.Connection, limit: int, after: tuple[str, str] | None
+    db: sqlite3.Connection, limit: int, after: tuple[str, str] | None, owner: str | None
 ) -> list[ConversationSummary]:
-    where = "WHERE (c.updated_at, c.id) < (?, ?)" if after else ""
+    where, params = list_filter(after, owner, "?")
     sql = LIST_SQL.format(cut=TITLE_CUT, where=where, mark="?")
-    rows = db.execute(sql, (*(after or ()), limit)).fetchall()
+    rows = db.execute(sql, (*params, limit)).fetchall()
     return [
         ConversationSummary(
             id=cid,

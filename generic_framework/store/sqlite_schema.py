@@ -66,8 +66,10 @@ _RECORD_TYPES = {
     "duration_ms": "REAL",
     "round_ms": "TEXT",
 }
-RECORD_COLUMNS = tuple(_RECORD_TYPES)
-"""The turn record's columns of the ``turns`` table (``sources`` and ``round_ms`` hold JSON)."""
+_CALLER_TYPES = {"user_id": "TEXT", "key_id": "TEXT"}
+RECORD_COLUMNS = (*_RECORD_TYPES, *_CALLER_TYPES)
+"""The turn record's columns of the ``turns`` table (``sources`` and ``round_ms`` hold JSON;
+``user_id`` and ``key_id``: who asked, added by migration 5)."""
 
 
 def _m003_list_index(db: sqlite3.Connection) -> None:
@@ -94,12 +96,51 @@ def _m005_idempotency_keys(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at)")
 
 
+def _m006_users(db: sqlite3.Connection) -> None:
+    # Users, their keys and the counters of their limits (docs/design/0322). A conversation's
+    # owner follows from its key (store/users.py: "<user id>/<id>", or a bare id for the
+    # bootstrap admin, who thereby owns every conversation stored before): a generated
+    # column, indexed for the per-user list, so nothing stored is rewritten.
+    db.execute(
+        "ALTER TABLE conversations ADD COLUMN owner TEXT GENERATED ALWAYS AS"
+        " (CASE WHEN instr(id, '/') > 0 THEN substr(id, 1, instr(id, '/') - 1)"
+        " ELSE 'admin' END) VIRTUAL"
+    )
+    db.execute("CREATE INDEX conversations_by_owner ON conversations (owner, updated_at, id)")
+    for column, kind in _CALLER_TYPES.items():
+        db.execute(f"ALTER TABLE turns ADD COLUMN {column} {kind}")
+    db.execute(
+        "CREATE TABLE users (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+        " role TEXT NOT NULL, rpm INTEGER, daily_tokens INTEGER, daily_searches INTEGER,"
+        " created_at TEXT NOT NULL)"
+    )
+    db.execute(
+        "INSERT INTO users (id, name, role, created_at)"
+        " VALUES ('admin', 'admin', 'admin', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+    )
+    db.execute(
+        "CREATE TABLE api_keys (id TEXT PRIMARY KEY,"
+        " user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE, hash TEXT NOT NULL,"
+        " created_at TEXT NOT NULL, expires_at TEXT, revoked_at TEXT, personas TEXT,"
+        " rpm INTEGER, daily_tokens INTEGER, daily_searches INTEGER)"
+    )
+    db.execute("CREATE INDEX api_keys_by_user ON api_keys (user_id)")
+    db.execute("CREATE TABLE rate_events (scope TEXT NOT NULL, at REAL NOT NULL)")
+    db.execute("CREATE INDEX rate_events_by_scope ON rate_events (scope, at)")
+    db.execute(
+        "CREATE TABLE usage_days (scope TEXT NOT NULL, day TEXT NOT NULL,"
+        " tokens INTEGER NOT NULL DEFAULT 0, searches INTEGER NOT NULL DEFAULT 0,"
+        " PRIMARY KEY (scope, day)) WITHOUT ROWID"
+    )
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_tables,
     _m002_turn_records,
     _m003_list_index,
     _m004_titles,
     _m005_idempotency_keys,
+    _m006_users,
 )
 """Schema changes in order; never edit one that shipped, append a new one."""
 
@@ -120,6 +161,8 @@ def record_from(values: Sequence[Any]) -> TurnRecord | None:
     data = dict(zip(RECORD_COLUMNS, values, strict=True))
     if data["input"] is None:
         return None
+    for name in _CALLER_TYPES:
+        data[name] = data[name] or ""
     for name in ("sources", "round_ms"):
         data[name] = json.loads(data[name] or "[]")
     return TurnRecord.from_json(data)

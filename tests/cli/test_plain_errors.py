@@ -41,7 +41,8 @@ def test_history_of_an_empty_conversation_says_there_is_nothing_yet(env: dict[st
         ),
         (
             ["--by", "week"],
-            "error: invalid value for '--by': must be one of persona, model, day (got 'week')",
+            "error: invalid value for '--by': must be one of persona, model, day, user "
+            "(got 'week')",
         ),
     ],
 )

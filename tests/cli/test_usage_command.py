@@ -55,3 +55,29 @@ def test_usage_refuses_a_bad_date_in_one_line(env: dict[str, str]) -> None:
     assert done.returncode == 2
     assert done.stderr.strip().startswith("error:") and "2026-11-01" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+async def test_usage_by_user_and_for_one_user(env: dict[str, str]) -> None:
+    from generic_framework.store import SQLiteStore, TurnRecord
+    from generic_framework.store.users import conversation_key
+    from generic_framework.wire.messages import AssistantMessage, UserMessage
+
+    store = SQLiteStore(Path(env["DATA_DIR"]) / "conversations.sqlite3")
+    try:
+        alice = await store.add_user("alice")
+        bob = await store.add_user("bob")
+        turn = [UserMessage(content="q"), AssistantMessage(content="a")]
+        for owner, asker, tokens in ((alice.id, alice.id, 10), (bob.id, bob.id, 20),
+                                     (alice.id, "admin", 40), ("admin", "", 80)):  # fmt: skip
+            record = TurnRecord(input="q", model="glm-4.7", prompt_tokens=tokens, user_id=asker)
+            await store.append_turn(conversation_key(owner, "c"), "scout", turn, record)
+    finally:
+        await store.aclose()
+    by_user = json.loads(cli(env, "usage", "--json", "--by", "user").stdout)
+    assert {g["user"]: g["prompt_tokens"] for g in by_user["groups"]} == {
+        "admin": 120,  # asked for alice's conversation (?user=), and a turn from before users
+        "alice": 10,
+        "bob": 20,
+    }
+    only = json.loads(cli(env, "usage", "--json", "--user", "bob").stdout)
+    assert only["total"]["prompt_tokens"] == 20 and only["total"]["turns"] == 1

@@ -30,10 +30,11 @@ from starlette.applications import Starlette
 from generic_framework.config import Settings
 from generic_framework.core.events import PersonaEvent
 from generic_framework.core.history import foreign_history
-from generic_framework.limits import CONVERSATION_ID_PATTERN, check_conversation_id, check_text
+from generic_framework.limits import CONVERSATION_ID_PATTERN, check_text
 from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 from generic_framework.store import SQLiteStore
+from generic_framework.store.users import check_conversation_key
 
 EXAMPLES = 500
 """About 3 s: each example is one in-process request."""
@@ -49,14 +50,15 @@ class CheckingPersona(FakePersona):
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
         options: Any = None,
+        caller: Any = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         check_text(text)
         if conversation_id is not None:
-            check_conversation_id(conversation_id)
+            check_conversation_key(conversation_id)
         if history is not None:
             foreign_history(history)
         return super().stream(
-            text, conversation_id=conversation_id, history=history, options=options
+            text, conversation_id=conversation_id, history=history, options=options, caller=caller
         )
 
 

@@ -78,6 +78,7 @@ class FakePersona:
         self.calls: list[tuple[str, str | None]] = []
         self.histories: list[list[dict[str, Any]] | None] = []
         self.options: list[TurnOptions | None] = []
+        self.callers: list[Any] = []
 
     async def respond(
         self,
@@ -86,8 +87,11 @@ class FakePersona:
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
         options: TurnOptions | None = None,
+        caller: Any = None,
     ) -> Reply:
-        turn = self.stream(text, conversation_id=conversation_id, history=history, options=options)
+        turn = self.stream(
+            text, conversation_id=conversation_id, history=history, options=options, caller=caller
+        )
         async with contextlib.aclosing(turn) as it:
             async for event in it:
                 if isinstance(event, Done):
@@ -101,9 +105,11 @@ class FakePersona:
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
         options: TurnOptions | None = None,
+        caller: Any = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         self.calls.append((text, conversation_id))
         self.options.append(options)
+        self.callers.append(caller)
         self.histories.append(None if history is None else [dict(m) for m in history])
         for index, event in enumerate(self.events):
             if self.error is not None and index == self.error_after:

@@ -319,10 +319,11 @@ def test_desktop_tab_order_reaches_the_sidebar(desktop: Any, bot: Process) -> No
     page.reload()  # the token is kept for the tab: focus starts at the top of the page
     page.wait.until(lambda d: page.all("#conversations .conversation"))
     order = []
-    for _ in range(4):
+    for _ in range(6):
         ActionChains(desktop).send_keys(Keys.TAB).perform()
         order.append(page.active().get_attribute("id") or page.active().get_attribute("class"))
-    assert order == ["skip", "new-chat", "search-chats", "conversation"]
+    # The admin's (BOT_API_TOKEN) user switcher and sign-out come first in the sidebar.
+    assert order == ["skip", "user-switch", "sign-out", "new-chat", "search-chats", "conversation"]
     # Enter on the skip link lands in the message box.
     desktop.execute_script("document.querySelector('.skip').focus()")
     ActionChains(desktop).send_keys(Keys.ENTER).perform()

@@ -219,6 +219,7 @@ class _Endless:
         conversation_id: str | None = None,
         history: Any = None,
         options: Any = None,
+        caller: Any = None,
     ) -> Any:
         raise NotImplementedError
 
@@ -229,6 +230,7 @@ class _Endless:
         conversation_id: str | None = None,
         history: Any = None,
         options: Any = None,
+        caller: Any = None,
     ) -> Any:
         from generic_framework.core.events import TextDelta
 

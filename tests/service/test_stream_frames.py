@@ -34,8 +34,11 @@ class PacedPersona(FakePersona):
         conversation_id: str | None = None,
         history: Sequence[Mapping[str, Any]] | None = None,
         options: Any = None,
+        caller: Any = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
-        turn = super().stream(text, conversation_id=conversation_id, history=history)
+        turn = super().stream(
+            text, conversation_id=conversation_id, history=history, options=options, caller=caller
+        )
         async for event in turn:
             await asyncio.sleep(self.pause)
             yield event

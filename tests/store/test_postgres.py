@@ -15,6 +15,7 @@ import pytest
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres import PostgresStore
+from generic_framework.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 from generic_framework.store.postgres_schema import advisory_key
 from generic_framework.store.postgres_slots import PostgresSlots, budget_namespace
 from generic_framework.wire.errors import UpstreamBusyError
@@ -112,8 +113,8 @@ async def test_three_replicas_starting_together_migrate_once(
     try:
         await asyncio.gather(*(s.open() for s in stores))
         versions = postgres_server.query(url, "SELECT version FROM schema_migrations ORDER BY 1")
-        assert versions == [(1,), (2,), (3,), (4,), (5,)]
-        assert [await s.schema_version() for s in stores] == [5, 5, 5]
+        assert versions == [(v,) for v in range(1, len(PG_MIGRATIONS) + 1)]
+        assert [await s.schema_version() for s in stores] == [len(PG_MIGRATIONS)] * 3
     finally:
         for s in stores:
             await s.aclose()

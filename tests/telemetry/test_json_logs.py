@@ -18,6 +18,7 @@ from conftest import settings
 from generic_framework.core.persona import Persona
 from generic_framework.redaction import register_secret
 from generic_framework.runtime import Runtime
+from generic_framework.store.users import ApiKey, Caller, User
 from generic_framework.telemetry import Telemetry
 from generic_framework.telemetry.logs import JsonFormatter, conversation_hash
 from generic_framework.wire.errors import RateLimitError
@@ -61,13 +62,15 @@ def busy(request: httpx.Request) -> httpx.Response:
     return httpx.Response(429, json=body, headers={"x-request-id": "zai-busy-1"})
 
 
-async def respond(tmp_path: Path, handler: Any, conversation: str | None) -> None:
+async def respond(
+    tmp_path: Path, handler: Any, conversation: str | None, caller: Caller | None = None
+) -> None:
     telemetry = Telemetry.create(process_metrics=False)
     custom = settings(tmp_path, llm_max_retries=0)
     runtime = Runtime(custom, transport=httpx.MockTransport(handler), telemetry=telemetry)
     async with runtime:
         await Persona("greeter", "Greet.", runtime=runtime).respond(
-            "hello", conversation_id=conversation
+            "hello", conversation_id=conversation, caller=caller
         )
 
 
@@ -89,6 +92,18 @@ async def test_a_turn_is_one_json_line_with_its_ids(
     assert line["rounds"] == 1 and line["duration_ms"] >= 0
     assert "telegram-chat-991" not in turn_lines.getvalue()
     assert line["turn_id"] in line["message"] and "outcome=completed" in line["message"]
+
+
+async def test_the_line_has_a_hash_of_the_user_never_the_name_or_key(
+    tmp_path: Path, turn_lines: io.StringIO
+) -> None:
+    user = User("u0123456789ab", "alice@example.org", "user")
+    key = ApiKey("fedcba987654", user.id, "2026-11-26T00:00:00.000+00:00")
+    await respond(tmp_path, answer, None, Caller(user, key, "key"))
+    (line,) = lines(turn_lines)
+    assert line["user"] == conversation_hash(user.id)
+    for secret in (user.id, user.name, key.id):
+        assert secret not in turn_lines.getvalue()
 
 
 async def test_a_failed_turn_says_why(tmp_path: Path, turn_lines: io.StringIO) -> None:

@@ -2,6 +2,8 @@
 // stream:true, lists past conversations from /v1/conversations, restores one from
 // /v1/conversations/{id}, and learns the default persona and each persona's offline examples
 // from /v1/bot. The open conversation is in the URL (#/c/<id>): reload, back and forward work.
+// Who is signed in comes from /v1/me; the key is kept in sessionStorage (this tab only, never in
+// a URL) until "Sign out". An admin may switch to another user's chats (?user=, /v1/admin/users).
 //
 // Safety: server text reaches the DOM either through textContent, or as markdown rendered by the
 // vendored marked (raw HTML in it escaped, so it shows as text) and then sanitised by the
@@ -26,6 +28,8 @@ const state = {
   answers: 0,
   examples: {}, // persona -> its recorded questions (offline only)
   editing: false, // the next message replaces the last turn
+  me: null, // GET /v1/me: who is signed in
+  actingFor: "", // an admin looking at another user's chats: that user's name
 };
 
 class AuthNeeded extends Error {}
@@ -120,18 +124,24 @@ function markedUp(text, sources) {
 
 // ------------------------------------------------------------------ talking to the service
 
+// An admin looking at another user's chats names that user on every conversation request.
+function scoped(path) {
+  if (!state.actingFor || !path.startsWith("/v1/conversations")) return path;
+  return path + (path.includes("?") ? "&" : "?") + "user=" + encodeURIComponent(state.actingFor);
+}
+
 async function api(path, options = {}) {
   const headers = { "Content-Type": "application/json" };
   if (state.token) headers.Authorization = "Bearer " + state.token;
   let response;
   try {
-    response = await fetch(path, { ...options, headers });
+    response = await fetch(scoped(path), { ...options, headers });
   } catch (error) {
     if (error.name === "AbortError") throw error;
     throw new Problem("Could not reach the bot service. Check the connection and try again.",
       String(error.message || error));
   }
-  if (response.status === 401) throw new AuthNeeded("the API token is missing or wrong");
+  if (response.status === 401) throw new AuthNeeded("the API key is missing, wrong or revoked");
   return response;
 }
 
@@ -275,11 +285,13 @@ function statusProblem(problem) {
 
 function askToken(retry) {
   const form = $("token-form");
+  signedOutView();
   form.hidden = false;
   $("token").focus();
   form.onsubmit = (event) => {
     event.preventDefault();
     state.token = $("token").value.trim();
+    $("token").value = ""; // the key stays in sessionStorage only, not in the page
     sessionStorage.setItem("gf-token", state.token);
     form.hidden = true;
     setStatus("");
@@ -878,6 +890,59 @@ function toggleSidebar() {
   if (open) $("new-chat").focus();
 }
 
+// ------------------------------------------------------------------ who is signed in
+
+// Nothing of the previous user stays on the page: chats, the open conversation, personas.
+function signedOutView() {
+  state.me = null;
+  state.actingFor = "";
+  $("account").hidden = true;
+  $("log").replaceChildren();
+  $("conversations").replaceChildren();
+  $("no-conversations").hidden = true;
+  $("more-conversations").hidden = true;
+}
+
+function signOut() {
+  stopTurn();
+  state.token = "";
+  state.conversation = "";
+  sessionStorage.removeItem("gf-token");
+  sessionStorage.removeItem("gf-conversation");
+  history.replaceState(null, "", location.pathname);
+  setStatus("Signed out.");
+  askToken(start);
+}
+
+async function loadAccount() {
+  const me = await getJson("/v1/me");
+  state.me = me;
+  const admin = me.user.role === "admin";
+  $("who").textContent = me.via === "local"
+    ? "Local use: no sign-in needed"
+    : `Signed in as ${me.user.name}${admin ? " (admin)" : ""}`;
+  $("sign-out").hidden = me.via !== "key" && me.via !== "token";
+  $("account").hidden = false;
+  const switcher = $("user-switch");
+  switcher.hidden = $("user-switch-label").hidden = !admin;
+  if (!admin) return;
+  const users = await getJson("/v1/admin/users");
+  switcher.replaceChildren(...users.data.map((user) => {
+    const option = document.createElement("option");
+    option.value = user.name;
+    option.textContent = user.name === me.user.name ? `${user.name} (me)` : user.name;
+    return option;
+  }));
+  switcher.value = state.actingFor || me.user.name;
+}
+
+async function switchUser() {
+  const name = $("user-switch").value;
+  state.actingFor = state.me && name === state.me.user.name ? "" : name;
+  startConversation(false);
+  await loadConversations();
+}
+
 // ------------------------------------------------------------------ start-up
 
 async function loadPersonas() {
@@ -943,6 +1008,7 @@ function renderExamples() {
 async function start() {
   try {
     await loadPersonas();
+    await loadAccount();
     await loadBotInfo();
     const routed = routedConversation();
     if (routed) state.conversation = routed;
@@ -992,6 +1058,8 @@ function init() {
   $("input").addEventListener("keydown", onInputKey);
   $("stop").addEventListener("click", () => { stopTurn(); $("input").focus(); });
   $("new-chat").addEventListener("click", () => startConversation());
+  $("sign-out").addEventListener("click", signOut);
+  $("user-switch").addEventListener("change", () => switchUser().catch((e) => handle(e)));
   wireConversationTools();
   $("menu").addEventListener("click", toggleSidebar);
   $("more-conversations").addEventListener("click", () => loadConversations(true).catch((e) => handle(e)));
