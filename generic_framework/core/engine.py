@@ -335,7 +335,7 @@ class TurnEngine:
             update.update(options.request_fields())
             if tools and options.tool_choice is not None:
                 update["tool_choice"] = options.tool_choice
-        if turn.upstream_user is not None:  # the signed-in user's, over a client's ``user``
+        if turn.upstream_user is not None:  # the signed-in user's (persona._upstream_user)
             update["user_id"] = turn.upstream_user
         return self._request.model_copy(update=update)
 

@@ -49,7 +49,12 @@ from generic_framework.core.turn import Turn, turn_record
 from generic_framework.errors import ToolLoopError
 from generic_framework.limits import check_text
 from generic_framework.mcp_tools.spec import MCPServerSpec
-from generic_framework.store.users import Caller, check_conversation_key, pseudonym
+from generic_framework.store.users import (
+    BOOTSTRAP_USER,
+    Caller,
+    check_conversation_key,
+    pseudonym,
+)
 from generic_framework.tools.base import FunctionTool, Tool
 from generic_framework.tools.reader import ReadFunction, has_url, make_reader_tool
 from generic_framework.tools.search import SearchFunction
@@ -104,6 +109,19 @@ def as_stored(messages: Sequence[Message]) -> tuple[Message, ...]:
         else:
             kept.append(message)
     return tuple(kept)
+
+
+def _upstream_user(caller: Caller | None, options: TurnOptions) -> str | None:
+    """The requests' ``user_id`` when the asker decides it: a signed-in user's own stable
+    pseudonym (never their name; a user cannot spread their calls over others'), except
+    that the bootstrap admin (``BOT_API_TOKEN``, often an application's backend) may name its
+    own end users with the client's ``user`` field (``options.user_id``, already a pseudonym).
+    ``None``: the options' value, if any, is sent."""
+    if caller is None:
+        return None
+    if caller.user.id == BOOTSTRAP_USER and options.user_id is not None:
+        return None
+    return pseudonym(caller.user.id)
 
 
 class Persona(TurnEngine):
@@ -462,10 +480,8 @@ class Persona(TurnEngine):
                 if held is not None:
                     earlier = await held.load(self.settings.history_turns)
                 turn = self._new_turn(
-                    query, plan, earlier, foreign.system, conversation_id, watch, options
+                    query, plan, earlier, foreign.system, conversation_id, watch, options, caller
                 )
-                if caller is not None:
-                    turn.upstream_user = pseudonym(caller.user.id)
                 async with aclosing(self._loop(turn, stream)) as run:
                     async for event in run:
                         if isinstance(event, TurnEnd):
@@ -549,6 +565,7 @@ class Persona(TurnEngine):
         conversation_id: str | None,
         watch: TurnWatch,
         options: TurnOptions = NO_OPTIONS,
+        caller: Caller | None = None,
     ) -> Turn:
         # Sanitised once per turn: the history does not change between rounds, and the turn's
         # own messages are built whole by _handle_tool_calls (docs/design/0301).
@@ -566,4 +583,5 @@ class Persona(TurnEngine):
             conversation_id=conversation_id,
             watch=watch,
             options=options,
+            upstream_user=_upstream_user(caller, options),
         )

@@ -71,8 +71,8 @@ class Turn:
         prefix: system prompt + sanitised history: the same for every round.
         conversation_id: where the turn will be stored, if anywhere.
         options: the caller's options (:class:`~generic_framework.core.options.TurnOptions`).
-        upstream_user: the asker's pseudonym, sent as the requests' ``user_id`` (set after
-            the turn is made; ``None``: none is sent).
+        upstream_user: the asker's pseudonym, sent as the requests' ``user_id`` over the
+            options' (``None``: the options' value, if any, is sent).
         watch: told about each model call and each round; keeps the turn's
             :class:`~generic_framework.core.account.TurnAccount`.
 

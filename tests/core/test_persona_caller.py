@@ -41,3 +41,28 @@ async def test_the_callers_pseudonym_goes_upstream_and_their_ids_are_stored(
 def test_the_pseudonym_is_stable_and_differs_per_user() -> None:
     assert pseudonym("u0123456789ab") == pseudonym("u0123456789ab")
     assert pseudonym("u0123456789ab") != pseudonym("u0123456789ac")
+
+
+async def test_a_client_user_field_names_end_users_only_for_the_bootstrap_admin(
+    settings: Settings,
+    script: Callable[..., Script],
+    client_for: Callable[[Script], GLMClient],
+) -> None:
+    from generic_framework.core.options import TurnOptions
+    from generic_framework.store.users import BOOTSTRAP_USER
+
+    admin = User(BOOTSTRAP_USER, BOOTSTRAP_USER, "admin")
+    end_user = TurnOptions(user_id="u-" + "ab" * 20)  # the client's `user`, already hashed
+    s = script(completion("One."), completion("Two."), completion("Three."))
+    async with Runtime(settings, client=client_for(s)) as runtime:
+        persona = Persona("tester", "You test.", runtime=runtime)
+        # An application behind BOT_API_TOKEN names its own end users ...
+        await persona.respond("hi", options=end_user, caller=Caller(admin, None, "token"))
+        # ... and without a `user` field the admin's own pseudonym goes;
+        await persona.respond("hi", caller=Caller(admin, None, "token"))
+        # a user with their own key cannot pass their calls off as someone else's.
+        await persona.respond("hi", options=end_user, caller=Caller(ALICE, KEY, "key"))
+    first, second, third = s.requests
+    assert first["user_id"] == end_user.user_id
+    assert second["user_id"] == pseudonym(BOOTSTRAP_USER)
+    assert third["user_id"] == pseudonym(ALICE.id)
