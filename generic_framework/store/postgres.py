@@ -69,7 +69,9 @@ _INSERT_MESSAGE = (
 )
 # A new turn in one statement: the counter raised (a new conversation's row made), the turn's
 # row and its messages (unnested from two arrays), all naming the turn by the counter's
-# RETURNING. One statement instead of three plus one per message (docs/TRIED.md).
+# RETURNING. One statement instead of three plus one per message (docs/TRIED.md). The two
+# arrays travel in binary (%b): the text form escapes every quote of every JSON body in Python,
+# about 70 us per five-message turn against 3 us.
 _WRITE_TURN = (
     "WITH c AS (INSERT INTO conversations (id, turns, created_at, updated_at)"  # noqa: S608
     " VALUES (%s, 1, %s, %s) ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
@@ -78,7 +80,7 @@ _WRITE_TURN = (
     f" VALUES (%s, (SELECT turns FROM c), %s, %s, {_MARKS})),"
     " m AS (INSERT INTO messages (conversation_id, turn, seq, role, body)"
     " SELECT %s, (SELECT turns FROM c), x.n - 1, x.role, x.body"
-    " FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS x(role, body, n))"
+    " FROM unnest(%b::text[], %b::text[]) WITH ORDINALITY AS x(role, body, n))"
     " SELECT turns FROM c"
 )
 _LOAD = (
