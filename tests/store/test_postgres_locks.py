@@ -182,3 +182,32 @@ async def test_a_lost_connection_fails_the_turn_holding_its_lock(
     finally:
         await first.aclose()
         await second.aclose()
+
+
+async def test_a_turn_whose_write_fails_commits_nothing_then_gives_the_lock_back(
+    url: str, postgres_server: Any
+) -> None:
+    store = PostgresStore(url)
+    try:
+        async with store.lock("c") as held:
+            await held.append_turn("p", turn("one"))
+        # The next turn's number is taken already: its write fails on the server.
+        await query(
+            postgres_server,
+            url,
+            "INSERT INTO turns (conversation_id, turn, persona, created_at)"
+            " VALUES ('c', 2, 'p', now())",
+        )
+        with pytest.raises(Exception, match="duplicate key"):
+            async with store.lock("c") as held:
+                await held.append_turn("p", turn("two"))
+        assert await query(postgres_server, url, HOLDERS) == []  # given back after the failure
+        assert await query(postgres_server, url, IDLE_IN_TRANSACTION) == [(0,)]
+        assert await query(postgres_server, url, "SELECT turns FROM conversations") == [(1,)]
+        await query(postgres_server, url, "DELETE FROM turns WHERE turn = 2")
+        async with store.lock("c") as held:  # the same connection serves the next turn
+            assert [m.content for m in await held.load(1)] == ["one", "answer to one"]
+            assert await held.append_turn("p", turn("two")) == 2
+        assert await query(postgres_server, url, HOLDERS) == []
+    finally:
+        await store.aclose()
