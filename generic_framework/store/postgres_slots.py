@@ -106,6 +106,8 @@ class _Lease:
         if self._released:
             return
         self._released = True
+        if self._owner._park(self):  # no statement: nothing to shield
+            return
         # Shielded: a cancelled caller must not leave the slot taken on a live connection.
         await asyncio.shield(self._owner._give_back(self))
 
@@ -164,6 +166,12 @@ class PostgresSlots:
 
     async def acquire(self, *, respect_pause: bool = True) -> SlotLease:
         """Take a shared slot; see :meth:`~generic_framework.wire.slots.UpstreamSlots.acquire`."""
+        if not self._line.locked():  # nobody waits before this call: a parked slot, at once
+            now = time.monotonic()
+            if not respect_pause or self._paused_until <= now < self._fresh_until:
+                reused = self._reuse(now)
+                if reused is not None:
+                    return reused
         deadline = time.monotonic() + self.wait
         try:
             async with asyncio.timeout(self.wait):
@@ -263,19 +271,24 @@ class PostgresSlots:
             "namespace": self.namespace,
         }
 
-    async def _give_back(self, lease: _Lease) -> None:
-        """Park the slot for the replica's next call (within the bounds), or unlock it."""
+    def _park(self, lease: _Lease) -> bool:
+        """Keep a released slot for the replica's next call, within the bounds; False when it
+        must be given back now."""
         now = time.monotonic()
         if (
-            lease.generation == self._generation
-            and self._conn is not None
-            and now - lease.taken_at < TURNOVER
-            and now >= self._paused_until
+            lease.generation != self._generation
+            or self._conn is None
+            or now - lease.taken_at >= TURNOVER
+            or now < self._paused_until
         ):
-            self._parked[lease.slot] = _Parked(lease.generation, lease.taken_at, now + LINGER)
-            self._schedule_sweep(LINGER)
-        else:
-            await self._unlock([lease.slot], lease.generation)
+            return False
+        self._parked[lease.slot] = _Parked(lease.generation, lease.taken_at, now + LINGER)
+        self._schedule_sweep(LINGER)
+        self._freed.set()
+        return True
+
+    async def _give_back(self, lease: _Lease) -> None:
+        await self._unlock([lease.slot], lease.generation)
         self._freed.set()
 
     async def _unlock(self, slots: list[int], generation: int) -> None:
@@ -300,12 +313,13 @@ class PostgresSlots:
 
     async def _give_back_parked(self) -> None:
         """Unlock the parked slots whose linger is over; come back for the others."""
+        now = time.monotonic()
+        due = [slot for slot, parked in self._parked.items() if parked.until <= now]
+        for slot in due:
+            del self._parked[slot]
         try:
-            now = time.monotonic()
-            due = [slot for slot, parked in self._parked.items() if parked.until <= now]
-            generations = {self._parked.pop(slot).generation for slot in due}
-            for generation in generations:
-                await self._unlock(due, generation)
+            if due:
+                await self._unlock(due, self._generation)
         finally:
             self._sweeping = None
             if self._parked:
