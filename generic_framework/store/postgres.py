@@ -3,7 +3,8 @@
 - **Turns hold no transaction while the model works.** :meth:`PostgresStore.lock` takes a
   session-level advisory lock on the store's one dedicated connection (:mod:`~.postgres_locks`,
   docs/design/0314); the turn reads its history there (sent with the lock's try) and writes
-  itself there (one statement, committed on its own, then the unlock). A second replica
+  itself there (one statement, committed on its own, which also releases the conversation once
+  committed: :data:`_WRITE_AND_RELEASE`). A second replica
   answering the same conversation retries its lock and then sees the first one's turn. A
   crashed replica's session ends and the server releases its locks: no timer of ours.
 - **A bounded pool** for everything else (lists, reads, ``delete``, ``db copy``): psycopg 3's
