@@ -10,7 +10,8 @@ Each :class:`~generic_framework.store.postgres.PostgresStore` keeps one dedicate
   a blocking ``pg_advisory_lock`` would stall every other turn sharing the connection;
 - **the turn's statements** run on that same connection, the session holding the lock: the
   history is one autocommit read, sent with the lock's try in one round trip; the turn is one
-  statement (it commits on its own), then ``pg_advisory_unlock``. The model works with no
+  statement (it commits on its own) that also hands the lock to its own transaction and gives
+  back the session's (``postgres.py``). The model works with no
   transaction open and no pooled connection taken;
 - **a crashed replica**'s session ends and the server releases its locks: the next try of a
   waiting replica gets the conversation;
@@ -21,7 +22,7 @@ Each :class:`~generic_framework.store.postgres.PostgresStore` keeps one dedicate
   connects again.
 
 Statements on the connection are serialised by one ``asyncio.Lock``; each is short (a lock try
-with its read, a write, an unlock), so turns of one replica queue for milliseconds at most,
+with its read, a write that releases), so turns of one replica queue for milliseconds at most,
 never for a turn.
 """
 

@@ -13,10 +13,21 @@ one-key conversation locks). A replica takes slots on one dedicated connection o
   line polls (every :data:`POLL` seconds, or at once when a slot of this replica is given
   back), the others queue behind it, FIFO, within ``LLM_QUEUE_TIMEOUT``;
 - **giving back** is ``pg_advisory_unlock``, shielded from cancellation so a slot is never
-  left taken by an abandoned call;
+  left taken by an abandoned call; a released slot is first **kept for the replica's next
+  call**, within bounds (below);
 - **a crashed replica** loses its connection, and the server releases every slot it held;
 - **a 1302** writes ``upstream_pauses.until`` for the budget; every replica reads it before
   taking a slot and waits it out (docs/design/0315).
+
+**Bounded reuse.** A released slot stays with the replica (still locked, "parked") for at most
+:data:`LINGER` seconds; a call starting meanwhile takes it without a statement, but only while
+the replica read the shared pause less than :data:`FRESH` seconds ago (otherwise one statement
+reads the pause, and takes no slot when a parked one is there), and only while the slot was
+taken from the shared budget less than :data:`TURNOVER` seconds ago. So a busy replica still
+reads every 1302 pause within :data:`FRESH` seconds (as fast as a waiting replica polls), a slot
+nobody uses goes back within :data:`LINGER` seconds, and every slot goes back to the shared
+budget, where every replica competes for it, at least every :data:`TURNOVER` seconds plus one
+call (docs/design/0315, "Revision: bounded reuse of a released slot").
 
 If the connection breaks (the server restarted), the slots it held are gone with it; calls in
 flight keep running and their release does nothing, so for their length the budget can be
@@ -32,32 +43,42 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from generic_framework.store.postgres_errors import unavailable
 from generic_framework.store.postgres_schema import migrate
 from generic_framework.wire.slots import BUSY_RETRY_AFTER, SlotLease, busy_error
 
-__all__ = ["POLL", "PostgresSlots", "budget_namespace"]
+__all__ = ["FRESH", "LINGER", "POLL", "TURNOVER", "PostgresSlots", "budget_namespace"]
 
 logger = logging.getLogger("generic_framework.store")
 
 POLL = 0.05
 """Seconds between two looks at the shared slots while every one is taken."""
+FRESH = POLL
+"""A parked slot is reused only while the replica read the shared pause less than this ago."""
+LINGER = POLL
+"""Seconds a released slot stays parked for the replica's next call before it is given back."""
+TURNOVER = 0.25
+"""A slot taken from the shared budget longer ago than this is given back when released."""
 
 # The pause left (0 when none, or when the caller does not respect it) and, unless a pause is
 # running, the first slot taken. generate_series() yields the candidates in order from the
 # random start and LIMIT stops at the first lock taken, so at most one slot is taken per
 # statement (no ORDER BY: a sort would run the filter on all). CASE decides in its written
-# order, so no lock is tried while paused, nor on a slot this session holds already.
+# order, so no lock is tried while paused, when only the pause is wanted (a parked slot is
+# there), nor on a slot this session holds already.
 _TAKE = (
     "WITH pause AS (SELECT greatest(coalesce(max(extract(epoch FROM until - clock_timestamp()))"
     ", 0), 0)::float8 AS left_s FROM upstream_pauses WHERE budget = %(budget)s AND %(respect)s)"
     " SELECT pause.left_s, (SELECT c.s FROM"
     " (SELECT (%(start)s + g.i) %% %(limit)s AS s FROM generate_series(0, %(limit)s - 1) AS g(i))"
-    " AS c WHERE CASE WHEN pause.left_s > 0 OR c.s = ANY(%(held)s::integer[]) THEN false"
+    " AS c WHERE CASE WHEN pause.left_s > 0 OR NOT %(want)s OR c.s = ANY(%(held)s::integer[])"
+    " THEN false"
     " ELSE pg_try_advisory_lock(%(namespace)s, c.s) END LIMIT 1) FROM pause"
 )
+_UNLOCK = "SELECT pg_advisory_unlock(%s, %s)"
+_UNLOCK_ALL = "SELECT pg_advisory_unlock(%s, s) FROM unnest(%s::integer[]) AS s"
 _PAUSE = (
     "INSERT INTO upstream_pauses (budget, until)"
     " VALUES (%s, clock_timestamp() + make_interval(secs => %s))"
@@ -72,20 +93,31 @@ def budget_namespace(budget: str) -> int:
 
 
 class _Lease:
-    __slots__ = ("_generation", "_owner", "_released", "slot")
+    __slots__ = ("_owner", "_released", "generation", "slot", "taken_at")
 
-    def __init__(self, owner: PostgresSlots, slot: int, generation: int) -> None:
+    def __init__(self, owner: PostgresSlots, slot: int, generation: int, taken_at: float) -> None:
         self._owner = owner
         self.slot = slot
-        self._generation = generation
+        self.generation = generation
+        self.taken_at = taken_at  # when the slot was taken from the shared budget
         self._released = False
 
     async def release(self) -> None:
         if self._released:
             return
         self._released = True
+        if self._owner._park(self):  # no statement: nothing to shield
+            return
         # Shielded: a cancelled caller must not leave the slot taken on a live connection.
-        await asyncio.shield(self._owner._give_back(self.slot, self._generation))
+        await asyncio.shield(self._owner._give_back(self))
+
+
+class _Parked(NamedTuple):
+    """A released slot kept for the replica's next call (still locked on the connection)."""
+
+    generation: int
+    taken_at: float
+    until: float
 
 
 class PostgresSlots:
@@ -124,12 +156,22 @@ class PostgresSlots:
         self._freed = asyncio.Event()
         self._paused_until = 0.0
         self._migrated = False
+        self._parked: dict[int, _Parked] = {}
+        self._fresh_until = 0.0  # the shared pause was read less than FRESH ago until then
+        self._sweep: asyncio.TimerHandle | None = None
+        self._sweeping: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"PostgresSlots(limit={self.limit}, wait={self.wait:g})"
 
     async def acquire(self, *, respect_pause: bool = True) -> SlotLease:
         """Take a shared slot; see :meth:`~generic_framework.wire.slots.UpstreamSlots.acquire`."""
+        if not self._line.locked():  # nobody waits before this call: a parked slot, at once
+            now = time.monotonic()
+            if not respect_pause or self._paused_until <= now < self._fresh_until:
+                reused = self._reuse(now)
+                if reused is not None:
+                    return reused
         deadline = time.monotonic() + self.wait
         try:
             async with asyncio.timeout(self.wait):
@@ -171,46 +213,120 @@ class PostgresSlots:
             raise
 
     async def _take(self, respect_pause: bool) -> tuple[float, SlotLease | None]:
-        local = self._paused_until - time.monotonic()
+        now = time.monotonic()
+        local = self._paused_until - now
         if respect_pause and local > 0:
             return local, None
+        if not respect_pause or now < self._fresh_until:
+            reused = self._reuse(now)
+            if reused is not None:
+                return 0.0, reused
         async with self._io:
             conn = await self._connection()
             generation = self._generation
+            parked = self._parked_slot(time.monotonic())
             try:
-                cursor = await conn.execute(_TAKE, self._take_params(respect_pause))
+                params = self._take_params(respect_pause, want=parked is None)
+                cursor = await conn.execute(_TAKE, params)
                 pause, taken = await cursor.fetchone()
             except BaseException as exc:
                 await self._broken(exc)
                 raise
-            if pause > 0 or taken is None:
+            now = time.monotonic()
+            self._fresh_until = now + FRESH
+            if pause > 0:
                 return float(pause), None
+            if parked is not None:
+                return 0.0, self._reuse(now)
+            if taken is None:
+                return 0.0, None
             self._held.add(int(taken))
-        return 0.0, _Lease(self, int(taken), generation)
+        return 0.0, _Lease(self, int(taken), generation, now)
 
-    def _take_params(self, respect_pause: bool) -> dict[str, Any]:
+    def _parked_slot(self, now: float) -> int | None:
+        """A parked slot of the live connection still within its linger, if any."""
+        for slot, parked in self._parked.items():
+            if parked.generation == self._generation and parked.until > now:
+                return slot
+        return None
+
+    def _reuse(self, now: float) -> _Lease | None:
+        """Hand a parked slot to this call, with no statement (the caller checked the pause)."""
+        slot = self._parked_slot(now) if self._conn is not None else None
+        if slot is None:
+            return None
+        parked = self._parked.pop(slot)
+        return _Lease(self, slot, parked.generation, parked.taken_at)
+
+    def _take_params(self, respect_pause: bool, *, want: bool = True) -> dict[str, Any]:
         """The statement's parameters: candidates from a random start (spreads the replicas),
-        leaving out the slots this replica holds."""
+        leaving out the slots this replica holds; ``want=False`` reads only the pause."""
         return {
             "budget": self.budget,
             "respect": respect_pause,
+            "want": want,
             "start": random.randrange(self.limit),  # noqa: S311 - spreading, not secrets
             "limit": self.limit,
             "held": sorted(self._held),
             "namespace": self.namespace,
         }
 
-    async def _give_back(self, slot: int, generation: int) -> None:
+    def _park(self, lease: _Lease) -> bool:
+        """Keep a released slot for the replica's next call, within the bounds; False when it
+        must be given back now."""
+        now = time.monotonic()
+        if (
+            lease.generation != self._generation
+            or self._conn is None
+            or now - lease.taken_at >= TURNOVER
+            or now < self._paused_until
+        ):
+            return False
+        self._parked[lease.slot] = _Parked(lease.generation, lease.taken_at, now + LINGER)
+        self._schedule_sweep(LINGER)
+        self._freed.set()
+        return True
+
+    async def _give_back(self, lease: _Lease) -> None:
+        await self._unlock([lease.slot], lease.generation)
+        self._freed.set()
+
+    async def _unlock(self, slots: list[int], generation: int) -> None:
         async with self._io:
             if self._conn is not None and generation == self._generation:
                 try:
-                    await self._conn.execute(
-                        "SELECT pg_advisory_unlock(%s, %s)", (self.namespace, slot)
-                    )
-                except Exception as exc:  # the slot went with the connection
+                    if len(slots) == 1:
+                        await self._conn.execute(_UNLOCK, (self.namespace, slots[0]))
+                    else:
+                        await self._conn.execute(_UNLOCK_ALL, (self.namespace, slots))
+                except Exception as exc:  # the slots went with the connection
                     await self._broken(exc, raise_=False)
-                self._held.discard(slot)
-        self._freed.set()
+                self._held.difference_update(slots)
+
+    def _schedule_sweep(self, delay: float) -> None:
+        if self._sweep is None and self._sweeping is None:
+            self._sweep = asyncio.get_running_loop().call_later(delay, self._start_sweep)
+
+    def _start_sweep(self) -> None:
+        self._sweep = None
+        self._sweeping = asyncio.ensure_future(self._give_back_parked())
+
+    async def _give_back_parked(self) -> None:
+        """Unlock the parked slots whose linger is over; come back for the others."""
+        now = time.monotonic()
+        due = [slot for slot, parked in self._parked.items() if parked.until <= now]
+        for slot in due:
+            del self._parked[slot]
+        try:
+            if due:
+                await self._unlock(due, self._generation)
+        finally:
+            self._sweeping = None
+            if self._parked:
+                soonest = min(parked.until for parked in self._parked.values())
+                self._schedule_sweep(max(soonest - time.monotonic(), 0.001))
+        if due:
+            self._freed.set()
 
     async def pause(self, seconds: float) -> None:
         """No replica takes a slot of this budget for ``seconds`` (best effort if the database
@@ -264,6 +380,7 @@ class PostgresSlots:
             return
         conn, self._conn = self._conn, None
         self._held.clear()  # the server released them with the connection
+        self._parked.clear()
         if conn is not None:
             with contextlib.suppress(psycopg.Error):
                 await conn.close()
@@ -271,11 +388,19 @@ class PostgresSlots:
             raise unavailable(exc, "(upstream budget)") from exc
 
     async def aclose(self) -> None:
-        """Close the connection: the server releases every slot it still held."""
+        """Close the connection: the server releases every slot it still held (parked ones
+        too)."""
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
         async with self._io:
             conn, self._conn = self._conn, None
+            self._parked.clear()
+            self._held.clear()
             if conn is not None:
                 await conn.close()
+        if self._sweeping is not None:
+            await self._sweeping
 
 
 def _give_back_orphan(task: asyncio.Future[tuple[float, SlotLease | None]]) -> None:

@@ -14,10 +14,16 @@ from typing import Any, TypeVar
 import pytest
 
 from generic_framework.errors import StoreUnavailableError
+from generic_framework.store import postgres_slots
 from generic_framework.store.postgres import PostgresStore
 from generic_framework.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 from generic_framework.store.postgres_schema import advisory_key
-from generic_framework.store.postgres_slots import PostgresSlots, budget_namespace
+from generic_framework.store.postgres_slots import (
+    FRESH,
+    LINGER,
+    PostgresSlots,
+    budget_namespace,
+)
 from generic_framework.wire.errors import UpstreamBusyError
 from generic_framework.wire.messages import AssistantMessage, Message, UserMessage
 
@@ -173,6 +179,10 @@ async def test_a_1302_pauses_every_replica(url: str, postgres_server: Any) -> No
         assert time.monotonic() - started >= 0.5
         await lease.release()
         await one.pause(5.0)
+        # A replica reads the shared pause at least every FRESH seconds (a released slot it
+        # keeps for its next call is reused without a statement only until then), and gives
+        # a parked slot back after LINGER.
+        await asyncio.sleep(max(FRESH, LINGER) + 0.1)
         with pytest.raises(UpstreamBusyError, match="1302") as busy:
             await two.acquire()  # a pause longer than the wait fails at once
         assert busy.value.retry_after is not None and busy.value.retry_after > 3
@@ -187,6 +197,80 @@ async def test_a_1302_pauses_every_replica(url: str, postgres_server: Any) -> No
     finally:
         await one.aclose()
         await two.aclose()
+        await store.aclose()
+
+
+def budget_locks(postgres_server: Any, url: str) -> int:
+    """How many of the test budget's slots are taken, by any session."""
+    ((count,),) = postgres_server.query(
+        url,
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = %s::oid",
+        budget_namespace("test-budget") & 0xFFFFFFFF,
+    )
+    return int(count)
+
+
+async def test_a_released_slot_serves_the_replica_s_next_call_then_goes_back(
+    url: str, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Wider bounds than the shipped 50 ms: the checks between the calls block the event loop
+    # for tens of milliseconds on a loaded machine.
+    monkeypatch.setattr(postgres_slots, "LINGER", 1.0)
+    monkeypatch.setattr(postgres_slots, "FRESH", 1.0)
+    store = PostgresStore(url)
+    budget = slots(url, store, limit=50, wait=1.0)
+    try:
+        first = await budget.acquire()
+        await first.release()
+        assert budget_locks(postgres_server, url) == 1  # parked: still out of the budget
+        again = await budget.acquire()
+        # A statement never returns a slot its own session holds: this is the parked one.
+        assert getattr(again, "slot") == getattr(first, "slot")
+        await again.release()
+        await asyncio.sleep(postgres_slots.LINGER + 0.3)
+        assert budget_locks(postgres_server, url) == 0  # nobody wanted it: given back
+    finally:
+        await budget.aclose()
+        await store.aclose()
+
+
+async def test_a_parked_slot_waits_for_a_fresh_look_at_the_pause(
+    url: str, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_slots, "LINGER", 10.0)  # parked slots stay parked here
+    store = PostgresStore(url)
+    one, two = slots(url, store, wait=1.0), slots(url, store, wait=1.0)
+    try:
+        lease = await two.acquire()
+        await lease.release()
+        await one.pause(5.0)  # another replica got a 1302
+        await asyncio.sleep(FRESH + 0.05)
+        with pytest.raises(UpstreamBusyError, match="1302"):
+            await two.acquire()  # its parked slot is not handed out during the pause
+        assert budget_locks(postgres_server, url) == 1  # the look took no other slot
+    finally:
+        await one.aclose()
+        await two.aclose()
+        await store.aclose()
+
+
+async def test_a_slot_goes_back_to_the_shared_budget_after_its_turnover(
+    url: str, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_slots, "TURNOVER", 0.2)
+    store = PostgresStore(url)
+    budget = slots(url, store, limit=1, wait=2.0)
+    other = slots(url, store, limit=1, wait=2.0)
+    try:
+        lease = await budget.acquire()
+        await asyncio.sleep(0.3)  # a call longer than the turnover
+        await lease.release()
+        assert budget_locks(postgres_server, url) == 0  # unlocked at once, not parked
+        taken = await other.acquire()  # the other replica gets it at its first look
+        await taken.release()
+    finally:
+        await budget.aclose()
+        await other.aclose()
         await store.aclose()
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres import PostgresStore
+from generic_framework.store.postgres_locks import conversation_key
 from generic_framework.wire.messages import AssistantMessage, Message, UserMessage
 
 _OTHERS = "datname = current_database() AND pid <> pg_backend_pid()"
@@ -121,6 +122,7 @@ async def test_turns_of_one_replica_keep_their_order(url: str) -> None:
 HOLDER = """
 import asyncio, sys, time
 from generic_framework.store.postgres import PostgresStore
+from generic_framework.store.postgres_locks import conversation_key
 
 async def main():
     store = PostgresStore(sys.argv[1])
@@ -182,3 +184,76 @@ async def test_a_lost_connection_fails_the_turn_holding_its_lock(
     finally:
         await first.aclose()
         await second.aclose()
+
+
+async def test_a_turn_whose_write_fails_commits_nothing_then_gives_the_lock_back(
+    url: str, postgres_server: Any
+) -> None:
+    store = PostgresStore(url)
+    try:
+        async with store.lock("c") as held:
+            await held.append_turn("p", turn("one"))
+        # The next turn's number is taken already: its write fails on the server.
+        await query(
+            postgres_server,
+            url,
+            "INSERT INTO turns (conversation_id, turn, persona, created_at)"
+            " VALUES ('c', 2, 'p', now())",
+        )
+        with pytest.raises(Exception, match="duplicate key"):
+            async with store.lock("c") as held:
+                await held.append_turn("p", turn("two"))
+        assert await query(postgres_server, url, HOLDERS) == []  # given back after the failure
+        assert await query(postgres_server, url, IDLE_IN_TRANSACTION) == [(0,)]
+        assert await query(postgres_server, url, "SELECT turns FROM conversations") == [(1,)]
+        await query(postgres_server, url, "DELETE FROM turns WHERE turn = 2")
+        async with store.lock("c") as held:  # the same connection serves the next turn
+            assert [m.content for m in await held.load(1)] == ["one", "answer to one"]
+            assert await held.append_turn("p", turn("two")) == 2
+        assert await query(postgres_server, url, HOLDERS) == []
+    finally:
+        await store.aclose()
+
+
+async def test_the_turn_and_the_release_are_one_statement_and_the_lock_outlives_the_write(
+    url: str, postgres_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    store = PostgresStore(url)
+    await store.open()
+    # The turn's statement sleeps at its end, after its writes, before its commit.
+    await query(
+        postgres_server,
+        url,
+        "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS"
+        " $$ BEGIN PERFORM pg_sleep(0.8); RETURN NULL; END $$;"
+        " CREATE TRIGGER slow AFTER INSERT ON messages FOR EACH STATEMENT EXECUTE FUNCTION slow()",
+    )
+    sent: list[str] = []
+    execute = psycopg.AsyncCursor.execute
+
+    async def counted(self: Any, sql: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(sql))
+        return await execute(self, sql, *args, **kwargs)
+
+    try:
+        async with store.lock("c", history=1) as held:
+            await held.load(1)
+            monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted)
+            writing = asyncio.ensure_future(held.append_turn("p", turn("one")))
+            await asyncio.sleep(0.3)
+            # Uncommitted: another session can neither take the conversation nor see the turn.
+            key = conversation_key("c")
+            assert await query(postgres_server, url, f"SELECT pg_try_advisory_lock({key})") == [
+                (False,)
+            ]
+            assert await query(postgres_server, url, "SELECT count(*) FROM turns") == [(0,)]
+            assert await writing == 1
+            monkeypatch.undo()
+        assert len(sent) == 1  # the write, its commit and the release in one round trip
+        assert await query(postgres_server, url, HOLDERS) == []
+        assert await query(postgres_server, url, f"SELECT pg_try_advisory_lock({key})") == [(True,)]
+    finally:
+        monkeypatch.undo()
+        await store.aclose()
