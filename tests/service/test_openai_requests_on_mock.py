@@ -28,6 +28,7 @@ from generic_framework.mock.fixture import Fixture
 from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 from generic_framework.service.client_request import user_pseudonym
+from generic_framework.store.users import BOOTSTRAP_USER, pseudonym
 
 Connect = Callable[..., tuple[openai.AsyncOpenAI, Upstream]]
 
@@ -483,7 +484,8 @@ async def test_a_persona_file_pins_parameters(tmp_path: Path, connect: Connect) 
     assert caught.value.body["param"] == "temperature"
     assert caught.value.body["code"] == "parameter_pinned"
     (sent,) = upstream.bodies
-    assert "top_p" not in sent and "user_id" not in sent
+    # The client's `user` is ignored: the caller's own pseudonym goes (the bootstrap admin's).
+    assert "top_p" not in sent and sent["user_id"] == pseudonym(BOOTSTRAP_USER)
 
 
 async def test_one_model_is_answered_by_its_id(tmp_path: Path, connect: Connect) -> None:
