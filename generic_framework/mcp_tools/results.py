@@ -15,7 +15,7 @@ from typing import Any
 
 from generic_framework.tools.base import NO_OUTPUT
 
-__all__ = ["MAX_RESULT_CHARS", "block_text", "render_result"]
+__all__ = ["MAX_RESULT_CHARS", "block_text", "decode_json_text", "render_result"]
 
 MAX_RESULT_CHARS = 50_000
 """Longer results are cut: a runaway server must not fill the model's context by itself."""
@@ -67,3 +67,17 @@ def render_result(content: Sequence[Any], structured: Any = None) -> str:
         cut = len(text) - MAX_RESULT_CHARS
         text = f"{text[:MAX_RESULT_CHARS]}\n[... {cut} more characters cut]"
     return text
+
+
+def decode_json_text(text: str) -> Any:
+    """``text`` parsed as JSON up to two levels deep (as far as it parses): Z.AI's MCP tools
+    answer with a JSON string that may itself hold JSON."""
+    value: Any = text
+    for _ in range(2):
+        if not isinstance(value, str):
+            break
+        try:
+            value = json.loads(value)
+        except ValueError:
+            break
+    return value

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from generic_framework.mcp_tools.connection import MCPConnection, MCPFailure
-from generic_framework.mcp_tools.results import block_text
+from generic_framework.mcp_tools.results import block_text, decode_json_text
 from generic_framework.tools.reader import PageRead
 
 __all__ = ["READER_SERVER_NAME", "WebReaderMCP", "find_reader_tool", "parse_page"]
@@ -40,18 +40,6 @@ def find_reader_tool(tools: tuple[Any, ...]) -> Any:
     raise MCPFailure(f"the web reader MCP server offers no reader tool (it lists: {names})")
 
 
-def _decode(text: str) -> Any:
-    value: Any = text
-    for _ in range(2):
-        if not isinstance(value, str):
-            break
-        try:
-            value = json.loads(value)
-        except ValueError:
-            break
-    return value
-
-
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
@@ -59,7 +47,7 @@ def _text(value: Any) -> str:
 def parse_page(text: str, url: str) -> PageRead:
     """The page in a reader result's text (see the module docstring); ``url`` is the one asked
     for, used when the result names none."""
-    value = _decode(text)
+    value = decode_json_text(text)
     if isinstance(value, dict) and isinstance(value.get("reader_result"), dict):
         value = value["reader_result"]
     if isinstance(value, dict) and ("content" in value or "title" in value):

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from generic_framework.mcp_tools.connection import MCPConnection, MCPFailure
-from generic_framework.mcp_tools.results import block_text
+from generic_framework.mcp_tools.results import block_text, decode_json_text
 from generic_framework.tools.search import SearchHits
 from generic_framework.wire.messages import WebSearchResult
 
@@ -92,19 +92,6 @@ def _item(raw: dict[str, Any]) -> WebSearchResult | None:
         return None
 
 
-def _decode(text: str) -> Any:
-    """``text`` parsed as JSON up to two levels deep (as far as it parses)."""
-    value: Any = text
-    for _ in range(2):
-        if not isinstance(value, str):
-            break
-        try:
-            value = json.loads(value)
-        except ValueError:
-            break
-    return value
-
-
 def parse_results(text: str) -> tuple[list[WebSearchResult], str | None]:
     """The results in a search result's text, or ``([], text)`` when it holds no list.
 
@@ -112,7 +99,7 @@ def parse_results(text: str) -> tuple[list[WebSearchResult], str | None]:
     list, or an object holding one under ``search_result``/``results``/``data``, gives the
     results (``[]`` for an empty list).
     """
-    value = _decode(text)
+    value = decode_json_text(text)
     if isinstance(value, dict):
         value = next((value[key] for key in _LIST_KEYS if isinstance(value.get(key), list)), value)
     if isinstance(value, list):
