@@ -9,15 +9,19 @@ runtime's locks; ``DELETE`` takes the same lock.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
 from generic_framework.core.events import Done, PersonaEvent
+from generic_framework.core.history import HistoryItem
+from generic_framework.core.options import TurnOptions
 from generic_framework.core.persona import WEB_PREFIX
+from generic_framework.core.reply import Reply
 from generic_framework.service.callers import acting_for, caller_of
 from generic_framework.service.client_request import client_turn
 from generic_framework.service.errors import ServiceError
@@ -125,6 +129,48 @@ async def _admit(request: Request, state: ServiceState, text: str) -> Allowance:
     return await admit_turn(caller_of(request), state.runtime.store, state.settings, web=web)
 
 
+@dataclass(frozen=True, slots=True)
+class _TurnArgs:
+    """One turn's arguments for the persona (``key``: the store's key of the conversation)."""
+
+    persona: PersonaLike
+    text: str
+    key: str | None
+    caller: Caller
+    history: Sequence[HistoryItem] | None = None
+    options: TurnOptions | None = None
+
+
+async def _turn_events(
+    request: Request, state: ServiceState, args: _TurnArgs
+) -> AsyncGenerator[PersonaEvent, None]:
+    """The turn admitted against the caller's limits (429 over one), as events; its tokens
+    and searches are added to the daily totals when it ends."""
+    allowance = await _admit(request, state, args.text)
+    events = args.persona.stream(
+        args.text,
+        conversation_id=args.key,
+        history=args.history,
+        options=args.options,
+        caller=args.caller,
+    )
+    return _counted(events, allowance, state) if allowance.scopes else events
+
+
+async def _turn_reply(request: Request, state: ServiceState, args: _TurnArgs) -> Reply:
+    """The turn admitted against the caller's limits (429 over one), answered and counted."""
+    allowance = await _admit(request, state, args.text)
+    reply = await args.persona.respond(
+        args.text,
+        conversation_id=args.key,
+        history=args.history,
+        options=args.options,
+        caller=args.caller,
+    )
+    await record_turn(allowance, reply, state.runtime.store)
+    return reply
+
+
 async def _counted(
     events: AsyncGenerator[PersonaEvent, None], allowance: Allowance, state: ServiceState
 ) -> AsyncGenerator[PersonaEvent, None]:
@@ -186,20 +232,13 @@ async def chat_completions(request: Request) -> Response:
     key = None if cid is None else await _key(request, state, cid)
 
     async def run() -> Response:
-        allowance = await _admit(request, state, text)
+        args = _TurnArgs(persona, text, key, caller, history, options)
         if body.stream:
-            events = persona.stream(
-                text, conversation_id=key, history=history, options=options, caller=caller
-            )
-            if allowance.scopes:
-                events = _counted(events, allowance, state)
+            events = await _turn_events(request, state, args)
             return _stream(
                 state, events, body.model, cid, footer=footer, include_usage=turn.include_usage
             )
-        reply = await persona.respond(
-            text, conversation_id=key, history=history, options=options, caller=caller
-        )
-        await record_turn(allowance, reply, state.runtime.store)
+        reply = await _turn_reply(request, state, args)
         return _json(chat_completion(reply, body.model, cid, footer=footer))
 
     return await idempotent(request, run)
@@ -217,14 +256,10 @@ async def post_message(request: Request) -> Response:
     text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
 
     async def run() -> Response:
-        allowance = await _admit(request, state, text)
+        args = _TurnArgs(persona, text, key, caller)
         if body.stream:
-            events = persona.stream(text, conversation_id=key, caller=caller)
-            if allowance.scopes:
-                events = _counted(events, allowance, state)
-            return _stream(state, events, body.persona, cid)
-        reply = await persona.respond(text, conversation_id=key, caller=caller)
-        await record_turn(allowance, reply, state.runtime.store)
+            return _stream(state, await _turn_events(request, state, args), body.persona, cid)
+        reply = await _turn_reply(request, state, args)
         return _json(turn_body(reply, body.persona, cid))
 
     return await idempotent(request, run)
