@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
         "generic_framework.cli.mock",
         "generic_framework.cli.personas",
         "generic_framework.cli.serve",
+        "generic_framework.cli.telegram",
         "generic_framework.cli.usage",
         "generic_framework.cli.users",
         "generic_framework.store.users",  # the limits of users add and keys create
