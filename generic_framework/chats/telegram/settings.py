@@ -162,8 +162,20 @@ class TelegramSettings(BaseModel):
 
     @property
     def webhook(self) -> bool:
-        """True when ``TELEGRAM_WEBHOOK_URL`` and ``TELEGRAM_WEBHOOK_SECRET`` are both set."""
-        return bool(self.telegram_webhook_url and self.telegram_webhook_secret)
+        """True when ``TELEGRAM_WEBHOOK_URL`` and ``TELEGRAM_WEBHOOK_SECRET`` are both set.
+
+        Raises:
+            ConfigError: only one of them is set, or the token is missing.
+        """
+        url, secret = self.telegram_webhook_url, self.telegram_webhook_secret
+        if (url is None) != (secret is None):
+            raise ConfigError(
+                "TELEGRAM_WEBHOOK_URL and TELEGRAM_WEBHOOK_SECRET go together: set both (serve "
+                "then receives the bot's updates) or neither"
+            )
+        if url is not None:
+            self.token  # noqa: B018  # a webhook without a token is a configuration error
+        return url is not None
 
     @property
     def webhook_secret(self) -> str:
