@@ -325,6 +325,20 @@ def _webhook(
     return TelegramWebhook(runtime, telegram, offline=offline)
 
 
+def _starlette(state: ServiceState, webhook: TelegramWebhook | None) -> Starlette:
+    """The app's routes (the Telegram webhook's first), middleware, handlers and lifespan."""
+    routes = _routes()
+    if webhook is not None:
+        routes.insert(0, Route(webhook.path, webhook.endpoint, methods=["POST"]))
+    authenticator = Authenticator(state.settings, state.runtime.store)
+    return Starlette(
+        routes=routes,
+        middleware=_middleware(state.settings, authenticator, webhook.path if webhook else None),
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=_lifespan(state, webhook),
+    )
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -367,17 +381,7 @@ def create_app(
     owns = runtime is None
     runtime = _the_runtime(settings, runtime, environ)
     state = _state(runtime, _served(runtime, personas), owns=owns, offline=offline)
-    webhook = _webhook(runtime, telegram, state.offline)
-    routes = _routes()
-    if webhook is not None:
-        routes.insert(0, Route(webhook.path, webhook.endpoint, methods=["POST"]))
-    authenticator = Authenticator(state.settings, runtime.store)
-    app = Starlette(
-        routes=routes,
-        middleware=_middleware(state.settings, authenticator, webhook.path if webhook else None),
-        exception_handlers=EXCEPTION_HANDLERS,
-        lifespan=_lifespan(state, webhook),
-    )
+    app = _starlette(state, _webhook(runtime, telegram, state.offline))
     # No redirect from "/v1/conversations/0%2F" to ".../0": a 307 that keeps the method would
     # send a DELETE to another conversation than the one named. Unknown paths are a JSON 404.
     app.router.redirect_slashes = False
