@@ -16,6 +16,7 @@ line) and counted as ``failed``, and the bot goes on with the next update.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from typing import cast
@@ -156,6 +157,8 @@ class TelegramBot:
                 redact(str(exc)),
                 extra=extra,
             )
+            with contextlib.suppress(Exception):  # the chat may be the fault (blocked, gone)
+                await self.handlers.apologise(update)
             return
         if outcome is not None:
             self.metrics.telegram_update(outcome)

@@ -49,11 +49,12 @@ from generic_framework.runtime import Runtime
 from generic_framework.store.users import conversation_key
 from generic_framework.wire import errors as e
 
-__all__ = ["TEXT_ONLY", "Handlers", "Incoming", "friendly_error"]
+__all__ = ["SORRY", "TEXT_ONLY", "Handlers", "Incoming", "friendly_error"]
 
 logger = logging.getLogger("generic_framework.telegram")
 
 TEXT_ONLY = "Sorry, I can only read text messages. Please write your question."
+SORRY = "Sorry, something went wrong while answering. Please try again."
 
 
 def friendly_error(exc: GLMError, offline: bool) -> str:
@@ -67,7 +68,7 @@ def friendly_error(exc: GLMError, offline: bool) -> str:
     elif isinstance(exc, e.APIConnectionError):
         text = "I cannot reach my model right now. Please try again in a minute."
     else:
-        text = "Sorry, something went wrong while answering. Please try again."
+        text = SORRY
     if offline:
         text += " (No API key is set: answers come from recorded examples only.)"
     return text
@@ -125,6 +126,13 @@ class Handlers:
             await run_command(await self._context(incoming), said.command, said.argument)
             return "answered"
         return await self.turn(incoming)
+
+    async def apologise(self, update: Update) -> None:
+        """Tell the chat an update could not be answered (after a fault of the bot's own)."""
+        message = update.effective_message
+        if message is not None and update.callback_query is None:
+            chat = ChatRef(message.chat.id, thread_of(message))
+            await self._say(chat, SORRY)
 
     async def _say(self, chat: ChatRef, text: str) -> None:
         await self.delivery.send(

@@ -25,7 +25,7 @@ from functools import partial
 
 from telegram import Bot, LinkPreviewOptions
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, EndPointNotFound
+from telegram.error import BadRequest, EndPointNotFound, InvalidToken
 
 from generic_framework.chats.telegram.delivery import Delivery
 from generic_framework.chats.telegram.formatting import (
@@ -58,7 +58,8 @@ class ChatRef:
 
 class Drafts:
     """Whether the Bot API server offers ``sendMessageDraft`` (learnt on first use: a server
-    that does not know the method answers 404, or 400 naming it)."""
+    that does not know the method answers 404, which python-telegram-bot raises as
+    ``InvalidToken`` or ``EndPointNotFound``, or 400 naming the method)."""
 
     def __init__(self) -> None:
         self.offered = True
@@ -66,7 +67,11 @@ class Drafts:
     def refused(self, exc: Exception) -> bool:
         """Learn from a failed draft: True when the method is not offered (then never again)."""
         text = str(exc).lower()
-        if isinstance(exc, EndPointNotFound) or "not found" in text or "method" in text:
+        if (
+            isinstance(exc, EndPointNotFound | InvalidToken)
+            or "not found" in text
+            or "method" in text
+        ):
             if self.offered:
                 logger.info("the Bot API server has no sendMessageDraft: answers are edited")
             self.offered = False
@@ -231,7 +236,7 @@ class LiveAnswer:
                     parse_mode=ParseMode.HTML,
                 ),
             )
-        except (BadRequest, EndPointNotFound) as exc:
+        except (BadRequest, EndPointNotFound, InvalidToken) as exc:
             if not self.drafts.refused(exc):
                 raise
             return False
