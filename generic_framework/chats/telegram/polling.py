@@ -38,6 +38,22 @@ WEBHOOK_SET = (
 )
 
 
+class _ConflictSaidOnce(logging.Filter):
+    """Drops python-telegram-bot's own records of a 409 (a traceback when polling stops):
+    :func:`poll` says it in one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for a record whose exception is a ``Conflict``."""
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, Conflict)
+
+
+def _quiet_conflicts() -> None:
+    log = logging.getLogger("telegram.ext.Updater")
+    if not any(isinstance(f, _ConflictSaidOnce) for f in log.filters):
+        log.addFilter(_ConflictSaidOnce())
+
+
 async def poll(bot: TelegramBot, stop: asyncio.Event | None = None) -> str:
     """Poll until ``stop`` is set, a signal arrives, or Telegram reports a conflict.
 
@@ -63,6 +79,7 @@ async def poll(bot: TelegramBot, stop: asyncio.Event | None = None) -> str:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    _quiet_conflicts()
     await bot.start()
     info = await bot.application.bot.get_webhook_info()
     if info.url:
