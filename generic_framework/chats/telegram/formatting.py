@@ -38,7 +38,11 @@ __all__ = ["MESSAGE_LIMIT", "escape", "render_answer", "render_draft", "to_html"
 MESSAGE_LIMIT: Final = 4096
 """Telegram's limit on a message's text: UTF-16 code units after entity parsing."""
 
-_PARSER: Final = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").disable("entity")
+_PARSER: Final = (
+    MarkdownIt("commonmark", {"html": False})
+    .enable("strikethrough")
+    .disable(["entity", "reference"])
+)
 _WEB_SCHEMES: Final = frozenset({"http", "https"})
 _CITATION: Final = re.compile(r"\[(\d{1,4})\]")
 _LANGUAGE: Final = re.compile(r"[A-Za-z0-9_+#.-]{1,32}")
@@ -153,7 +157,9 @@ class _Inline:
 
     base: _Tags
     stack: list[_Tag | None] = field(default_factory=list)
-    hrefs: list[str | None] = field(default_factory=list)
+    # Per open link: its target and how much text had been written when it opened.
+    links: list[tuple[str, int]] = field(default_factory=list)
+    written: int = 0
 
     def tags(self) -> _Tags:
         return self.base + tuple(t for t in self.stack if t is not None)
@@ -269,7 +275,9 @@ class _Builder:
         runs: list[_Run] = []
         state = _Inline(base)
         for child in children:
-            runs.extend(self._child(child, state))
+            more = self._child(child, state)
+            state.written += sum(len(run.text) for run in more)
+            runs.extend(more)
         return runs
 
     def _child(self, token: Token, state: _Inline) -> list[_Run]:
@@ -315,14 +323,19 @@ class _Builder:
         href = str(token.attrGet("href") or "")
         url = _web_url(href)
         state.push(_Tag("a", "href", url) if url else None)
-        state.hrefs.append(None if url else href)
+        state.links.append((href, state.written))
         return []
 
     def _link_close(self, state: _Inline) -> list[_Run]:
+        href, written = state.links.pop() if state.links else ("", 0)
+        runs: list[_Run] = []
+        if state.written == written:  # [](target): the target is the text
+            runs.append(_Run(href, state.tags()))
+        elif href and _web_url(href) is None:
+            # A link Telegram would not open (mailto:, a relative path) keeps its target as text.
+            runs.append(_Run(f" ({href})", state.tags()))
         state.pop()
-        href = state.hrefs.pop() if state.hrefs else None
-        # A link Telegram would not open (mailto:, a relative path) keeps its target as text.
-        return [_Run(f" ({href})", state.tags())] if href else []
+        return runs
 
     def _image(self, token: Token, state: _Inline) -> list[_Run]:
         src = str(token.attrGet("src") or "")
