@@ -71,13 +71,19 @@ def _units(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def _check_language(value: str, parent: str) -> None:
+    if parent != "pre" or not re.fullmatch(r"language-[\w+#.-]+", value):
+        raise BadHTML(f"code class {value!r} in <{parent}>")
+
+
 def _check_open(name: str, attrs: dict[str, str], stack: list[str]) -> None:
     if name not in _TELEGRAM_TAGS:
         raise BadHTML(f"unknown tag <{name}>")
     if not set(attrs) <= _TELEGRAM_TAGS[name]:
         raise BadHTML(f"attributes {sorted(attrs)} on <{name}>")
-    if stack and stack[-1] == "code" or (stack and stack[-1] == "pre" and name != "code"):
-        raise BadHTML(f"<{name}> inside <{stack[-1]}>")
+    parent = stack[-1] if stack else ""
+    if parent == "code" or (parent == "pre" and name != "code"):
+        raise BadHTML(f"<{name}> inside <{parent}>")
     if name in stack and name in ("a", "blockquote", "pre", "code"):
         raise BadHTML(f"<{name}> nested in itself")
     if name == "a":
@@ -85,8 +91,7 @@ def _check_open(name: str, attrs: dict[str, str], stack: list[str]) -> None:
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
             raise BadHTML(f"link to {url!r}")
     if name == "code" and "class" in attrs:
-        if stack[-1:] != ["pre"] or not re.fullmatch(r"language-[\w+#.-]+", attrs["class"]):
-            raise BadHTML(f"code class {attrs['class']!r}")
+        _check_language(attrs["class"], parent)
     if name == "span" and attrs.get("class") != "tg-spoiler":
         raise BadHTML("span without tg-spoiler")
 
@@ -488,9 +493,28 @@ def test_a_long_draft_is_cut_between_emoji() -> None:
 # -- properties -----------------------------------------------------------------------------
 
 _MARKDOWNISH = st.sampled_from(
-    list("*_`~[]()<>&\"'#>-+.!|\\\n ")
-    + ["\n\n", "```", "```py\n", "**", "[1]", "[2]", "](https://a.io/x)", "](javascript:x)"]
-    + ["<b>", "</pre>", "&amp;", "&#60;", "- ", "1. ", "> ", "    ", "😀", "é", "中"]
+    [
+        *"*_`~[]()<>&\"'#>-+.!|\\\n ",
+        "\n\n",
+        "```",
+        "```py\n",
+        "**",
+        "[1]",
+        "[2]",
+        "](https://a.io/x)",
+        "](javascript:x)",
+        "<b>",
+        "</pre>",
+        "&amp;",
+        "&#60;",
+        "- ",
+        "1. ",
+        "> ",
+        "    ",
+        "😀",
+        "é",
+        "中",
+    ]
 )
 _TEXT = st.lists(st.one_of(_MARKDOWNISH, st.text(max_size=6)), max_size=60).map("".join)
 _URLS = st.sampled_from(
@@ -503,7 +527,8 @@ _CITATIONS = st.lists(
 
 
 # A fence's info string is the code block's language: an attribute, not text.
-_FENCE_INFO = re.compile(r"^( {0,3}(?:`{3,}|~{3,}))[^\n]*", re.MULTILINE)
+# (after any quote or list markers that hold the fence)
+_FENCE_INFO = re.compile(r"^((?:\s*(?:[>*+-]|\d+[.)]))*\s*(?:`{3,}|~{3,}))[^\n]*", re.MULTILINE)
 
 
 def _letters(text: str) -> Counter[str]:
