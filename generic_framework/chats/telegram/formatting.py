@@ -138,15 +138,14 @@ def _html(runs: Iterable[_Run]) -> str:
 
 
 def _web_url(url: str) -> str | None:
-    """``url`` normalised as markdown-it does for links, or None unless it is http(s)."""
+    """``url`` normalised as markdown-it does for links (percent-encoded: no space, quote or
+    angle bracket is left), or None unless it is an http(s) address with a host."""
     try:
         url = _PARSER.normalizeLink(url.strip())
         parts = urlsplit(url)
     except ValueError:
         return None
     if parts.scheme.lower() not in _WEB_SCHEMES or not parts.hostname:
-        return None
-    if any(c <= " " or c in '<>"\\`' for c in url):
         return None
     return url
 
