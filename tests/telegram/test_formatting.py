@@ -86,6 +86,11 @@ def _check_open(name: str, attrs: dict[str, str], stack: list[str]) -> None:
         raise BadHTML(f"<{name}> inside <{parent}>")
     if name in stack and name in ("a", "blockquote", "pre", "code"):
         raise BadHTML(f"<{name}> nested in itself")
+    # Links, code blocks and quotes contain no each other (inline code in a quote is fine).
+    if (name == "pre" and "blockquote" in stack) or (name == "code" and "a" in stack):
+        raise BadHTML(f"<{name}> inside {stack}")
+    if name == "a" and {"code", "pre"} & set(stack):
+        raise BadHTML(f"<a> inside {stack}")
     if name == "a":
         url = attrs.get("href", "")
         if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
@@ -158,6 +163,8 @@ def _answer(content: str, citations: list[Citation] | None = None) -> list[Parse
         '<code class="language-py">x</code>',
         "<pre><b>x</b></pre>",
         '<a href="http://a.com"><a href="http://b.com">x</a></a>',
+        "<blockquote><pre>x</pre></blockquote>",
+        '<a href="http://a.com"><code>x</code></a>',
     ],
 )
 def test_the_checker_refuses_what_telegram_may_refuse(bad: str) -> None:
