@@ -156,8 +156,9 @@ class _Inline:
 
     base: _Tags
     stack: list[_Tag | None] = field(default_factory=list)
-    # Per open link: its target and how much text had been written when it opened.
-    links: list[tuple[str, int]] = field(default_factory=list)
+    # Per open link: its target as text, how much text had been written when it opened, and
+    # whether it is a link in the message.
+    links: list[tuple[str, int, bool]] = field(default_factory=list)
     written: int = 0
 
     def tags(self) -> _Tags:
@@ -322,15 +323,15 @@ class _Builder:
         href = str(token.attrGet("href") or "")
         url = _web_url(href)
         state.push(_Tag("a", "href", url) if url else None)
-        state.links.append((href, state.written))
+        state.links.append((_PARSER.normalizeLinkText(href), state.written, url is not None))
         return []
 
     def _link_close(self, state: _Inline) -> list[_Run]:
-        href, written = state.links.pop() if state.links else ("", 0)
+        href, written, linked = state.links.pop() if state.links else ("", 0, True)
         runs: list[_Run] = []
         if state.written == written:  # [](target): the target is the text
             runs.append(_Run(href, state.tags()))
-        elif href and _web_url(href) is None:
+        elif href and not linked:
             # A link Telegram would not open (mailto:, a relative path) keeps its target as text.
             runs.append(_Run(f" ({href})", state.tags()))
         state.pop()
@@ -342,6 +343,7 @@ class _Builder:
         url = _web_url(src)
         if url and not state.in_link_or_code():
             return [_Run(alt, (*state.tags(), _Tag("a", "href", url)))]
+        src = _PARSER.normalizeLinkText(src)
         suffix = f" ({src})" if src and src != alt else ""
         return [_Run(alt + suffix, state.tags())]
 
