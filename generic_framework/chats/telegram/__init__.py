@@ -1,1 +1,2 @@
-"""Telegram: the personas as a Telegram bot (long polling or webhooks), with live answers and sources."""
+"""Telegram: the personas as a Telegram bot (long polling or webhooks), with live answers and
+sources."""
