@@ -24,7 +24,9 @@ from telegram.constants import ChatType
 
 from generic_framework.core.persona import WEB_PREFIX
 
-__all__ = ["Access", "Addressed", "addressed", "chat_key", "stranger_text"]
+__all__ = ["Access", "Addressed", "addressed", "chat_key", "stranger_text", "thread_of"]
+
+_COMMAND = re.compile(r"[A-Za-z0-9_]{1,32}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +110,8 @@ def _command(
         return None, "", True
     word = text[first.offset : first.offset + first.length]
     name, _, target = word[1:].partition("@")
+    if not _COMMAND.fullmatch(name):  # "//" starts a web search, never a command
+        return None, "", True
     argument = text[first.offset + first.length :].strip()
     return name.lower(), argument, not target or target.lower() == username.lower()
 
