@@ -181,3 +181,21 @@ def test_a_429_is_waited_out_for_its_retry_after(fake_bot_api: FakeBotAPI, bot: 
     refused, retried = [c for c in fake_bot_api.calls_to("sendMessage")][:2]
     assert refused.status == 429 and retried.status == 200
     assert retried.at - refused.at >= 2.0
+
+
+def test_an_upstream_refusal_is_a_short_message_and_a_log_line_with_request_ids(
+    fake_bot_api: FakeBotAPI, bot: BotProcess
+) -> None:
+    fake_bot_api.push(fake_bot_api.text("Write a haiku about the sea."))
+    said = fake_bot_api.wait_for(
+        lambda c: c.method == "sendMessage" and "model" in c.params["text"]
+    )
+    assert "owner" in said.params["text"]  # an account problem: the owner sees why in the log
+    fake_bot_api.push(fake_bot_api.text("/usage"))
+    usage = fake_bot_api.wait_for(
+        lambda c: c.method == "sendMessage" and "Today" in c.params["text"]
+    )
+    assert "no daily limit" in usage.params["text"]
+    lines = [line for line in bot.text().splitlines() if "failed upstream" in line]
+    assert len(lines) == 1
+    assert "request tg-" in lines[0] and "InsufficientBalanceError" in lines[0]

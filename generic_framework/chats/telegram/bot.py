@@ -27,7 +27,7 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 from generic_framework.chats.lanes import Lanes
 from generic_framework.chats.telegram.access import Access
 from generic_framework.chats.telegram.commands import COMMANDS, PLATFORM
-from generic_framework.chats.telegram.handlers import Handlers
+from generic_framework.chats.telegram.handlers import REQUEST_ID, Handlers
 from generic_framework.chats.telegram.settings import TelegramSettings
 from generic_framework.redaction import redact
 from generic_framework.runtime import Runtime
@@ -141,9 +141,15 @@ class TelegramBot:
 
     async def _process(self, update: Update) -> None:
         request_id = f"tg-{uuid.uuid4().hex[:16]}"
+        REQUEST_ID.set(request_id)  # this lane job's own context: the handlers' log lines
         extra = {"request_id": request_id, "update_id": update.update_id}
         if self.claim and not await self._claim(update.update_id):
-            logger.info("update %d was answered by another replica", update.update_id, extra=extra)
+            logger.info(
+                "request %s: update %d was claimed by another replica",
+                request_id,
+                update.update_id,
+                extra=extra,
+            )
             return
         assert self.handlers is not None
         try:
@@ -151,7 +157,8 @@ class TelegramBot:
         except Exception as exc:
             self.metrics.telegram_update("failed")
             logger.error(
-                "update %d failed (%s: %s)",
+                "request %s: update %d failed (%s: %s)",
+                request_id,
                 update.update_id,
                 type(exc).__name__,
                 redact(str(exc)),
@@ -162,7 +169,9 @@ class TelegramBot:
             return
         if outcome is not None:
             self.metrics.telegram_update(outcome)
-            logger.info("update %d %s", update.update_id, outcome, extra=extra)
+            logger.info(
+                "request %s: update %d %s", request_id, update.update_id, outcome, extra=extra
+            )
 
     async def _claim(self, update_id: int) -> bool:
         return await cast(ChatStore, self.runtime.store).claim_update(PLATFORM, update_id)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from telegram import Bot, CallbackQuery, Message, Update
@@ -49,12 +50,14 @@ from generic_framework.runtime import Runtime
 from generic_framework.store.users import conversation_key
 from generic_framework.wire import errors as e
 
-__all__ = ["SORRY", "TEXT_ONLY", "Handlers", "Incoming", "friendly_error"]
+__all__ = ["REQUEST_ID", "SORRY", "TEXT_ONLY", "Handlers", "Incoming", "friendly_error"]
 
 logger = logging.getLogger("generic_framework.telegram")
 
 TEXT_ONLY = "Sorry, I can only read text messages. Please write your question."
 SORRY = "Sorry, something went wrong while answering. Please try again."
+REQUEST_ID: ContextVar[str] = ContextVar("telegram_request_id", default="-")
+"""The request id of the update being answered (set by the bot for each update's task)."""
 
 
 def friendly_error(exc: GLMError, offline: bool) -> str:
@@ -201,10 +204,11 @@ class Handlers:
                 reply = await live.run(stream)
         except GLMError as exc:
             logger.warning(
-                "a turn failed upstream (%s; upstream request id %s)",
+                "request %s: the turn failed upstream (%s; upstream request id %s)",
+                REQUEST_ID.get(),
                 type(exc).__name__,
                 exc.request_id or "-",
-                extra={"upstream_request_id": exc.request_id or ""},
+                extra={"request_id": REQUEST_ID.get(), "upstream_request_id": exc.request_id},
             )
             await live.fail(friendly_error(exc, self.offline))
             return "failed"
