@@ -166,6 +166,7 @@ class FakeBotAPI(Chats):
     # -- life cycle --------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._closing = False
         app = Starlette(
             routes=[
                 Route("/bot{token}/{method}", self._endpoint, methods=["GET", "POST"]),

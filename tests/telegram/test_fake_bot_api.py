@@ -58,6 +58,7 @@ async def test_the_library_reaches_the_methods_it_calls(fake_bot_api: FakeBotAPI
     assert me.username == "persona_test_bot" and me.id == 123456
     assert sent.text == "Hi & bye" and sent.entities[0].type == "bold"
     assert sent.from_user is not None and sent.from_user.is_bot
+    assert isinstance(edited, telegram.Message)
     assert edited.text == "Hi again" and edited.message_id == sent.message_id
     assert [c.method for c in fake_bot_api.calls] == [
         "getMe",  # the library's own, when it initialises
