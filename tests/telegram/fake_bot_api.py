@@ -102,7 +102,10 @@ async def _read_params(request: Request) -> dict[str, Any]:
     kind = request.headers.get("content-type", "")
     body = await request.body()
     if kind.startswith("application/json") and body:
-        data = json.loads(body)
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise ApiError(400, "Bad Request: can't parse JSON object") from None
         return {**{k: _decode(k, v) for k, v in fields}, **(data if isinstance(data, dict) else {})}
     if kind.startswith("multipart/form-data"):
         form = await request.form()
@@ -286,11 +289,12 @@ class FakeBotAPI(Chats):
                 self._cond.wait(remaining)
 
     def summary(self) -> str:
-        """The calls so far, one line each, getUpdates polls that got nothing left out."""
+        """The calls so far, one line each (a webhook's secret hidden), polls that got an answer
+        left out."""
         with self._cond:
             start = self.calls[0].at if self.calls else 0.0
             lines = [
-                f"  {call.at - start:7.3f} s {call.method} {call.status} {call.params}"[
+                f"  {call.at - start:7.3f} s {call.method} {call.status} {_shown(call.params)}"[
                     :_SUMMARY_WIDTH
                 ]
                 for call in self.calls
@@ -312,9 +316,10 @@ class FakeBotAPI(Chats):
         at = time.monotonic()
         name = request.path_params["method"]
         method = self._canonical.get(name.lower(), name)
-        params = await _read_params(request)
         token = str(request.path_params["token"]).encode()
+        params: dict[str, Any] = {}
         try:
+            params = await _read_params(request)
             if not hmac.compare_digest(token, self.token.encode()):
                 raise ApiError(401, "Unauthorized")
             with self._cond:
@@ -456,6 +461,10 @@ _DEFAULT_DESCRIPTIONS = {
 def _command_key(params: dict[str, Any]) -> tuple[str, str]:
     scope = params.get("scope") or {}
     return str(scope.get("type", "default")), str(params.get("language_code") or "")
+
+
+def _shown(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: "<hidden>" if k == "secret_token" else v for k, v in params.items()}
 
 
 def _settle(future: asyncio.Future[None]) -> None:

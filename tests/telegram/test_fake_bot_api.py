@@ -105,8 +105,16 @@ def test_unknown_methods_wrong_tokens_and_paths_answer_like_telegram(
     elsewhere = httpx.get(f"{fake_bot_api.base_url}/nothing", timeout=10)
     assert elsewhere.status_code == 404 and elsewhere.json()["ok"] is False
     assert raw(fake_bot_api, "getme").json()["ok"]  # method names are case-insensitive
+    broken = httpx.post(f"{fake_bot_api.base_url}/bot{fake_bot_api.token}/sendMessage",
+                        content=b"{", headers={"content-type": "application/json"})  # fmt: skip
+    assert broken.status_code == 400 and broken.json()["ok"] is False
     statuses = [(c.method, c.status) for c in fake_bot_api.calls]
-    assert statuses == [("sendTelepathy", 404), ("getMe", 401), ("getMe", 200)]
+    assert statuses == [
+        ("sendTelepathy", 404),
+        ("getMe", 401),
+        ("getMe", 200),
+        ("sendMessage", 400),
+    ]
 
 
 async def test_the_token_is_in_no_log_line(
@@ -117,6 +125,7 @@ async def test_the_token_is_in_no_log_line(
         raw(fake_bot_api, "getMe", token="654321:other-secret")
         fake_bot_api.fail("sendMessage", status=500)
         raw(fake_bot_api, "sendMessage", chat_id=CHAT, text="x")
+        raw(fake_bot_api, "setWebhook", url="https://bot.example/hook", secret_token="hook-secret")
         with pytest.raises(AssertionError) as failure:
             fake_bot_api.wait_for(lambda c: c.method == "close", timeout=0.1)
     out, err = capfd.readouterr()
@@ -125,6 +134,7 @@ async def test_the_token_is_in_no_log_line(
     assert any("other-secret" in r.getMessage() for r in caplog.records)  # the check can see it
     for text in (*server_side, out, err, str(failure.value)):
         assert fake_bot_api.token not in text and "other-secret" not in text
+        assert "hook-secret" not in text
 
 
 # -- getUpdates --------------------------------------------------------------------------------
