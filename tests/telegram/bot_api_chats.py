@@ -399,7 +399,7 @@ class Chats:
         they stand after edits; a message without text shows as ``[photo]`` or ``[message]``)."""
         with self._lock:
             lines = [
-                (m["message_id"], m["from"]["first_name"], m.get("text"), m)
+                (m["message_id"], m.get("from", {}).get("first_name", "?"), m.get("text"), m)
                 for m in self._received.get(chat_id, {}).values()
             ] + [
                 (r.message["message_id"], self.bot_user["first_name"], r.message["text"], {})
