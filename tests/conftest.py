@@ -1,5 +1,5 @@
-"""Suite-wide guards: tests are offline (any attempt to reach the real Z.AI service fails), and
-no MCP server process started by the suite outlives it.
+"""Suite-wide guards: tests are offline (any attempt to reach the real Z.AI service or the real
+Telegram Bot API fails), and no MCP server process started by the suite outlives it.
 
 Library tests build ``Settings.defaults(...)`` and never read the environment; the tests of the
 entry points (CLI, service processes, ``Settings()``) give their processes or fixtures a clean
@@ -17,7 +17,16 @@ from mcp_servers.leftovers import mcp_children
 
 from generic_framework.wire import retry
 
-_FORBIDDEN_HOSTS = ("api.z.ai", "z.ai", "open.bigmodel.cn", "bigmodel.cn")
+# A host and every subdomain of it. Telegram: a wrong TELEGRAM_API_URL (or none) in a test would
+# send the bot's token and its chats to the real Bot API.
+_FORBIDDEN_HOSTS = (
+    "api.z.ai",
+    "z.ai",
+    "open.bigmodel.cn",
+    "bigmodel.cn",
+    "api.telegram.org",
+    "telegram.org",
+)
 
 
 def _is_forbidden(host: object) -> bool:
@@ -35,13 +44,15 @@ _real_create_connection = socket.create_connection
 
 def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
     if _is_forbidden(host):
-        pytest.fail(f"a test tried to reach the real Z.AI service ({host}); tests are offline")
+        pytest.fail(f"a test tried to reach a real outside service ({host}); tests are offline")
     return _real_getaddrinfo(host, *args, **kwargs)
 
 
 def _guarded_create_connection(address: Any, *args: Any, **kwargs: Any) -> Any:
     if _is_forbidden(address[0]):
-        pytest.fail(f"a test tried to reach the real Z.AI service ({address[0]})")
+        pytest.fail(
+            f"a test tried to reach a real outside service ({address[0]}); tests are offline"
+        )
     return _real_create_connection(address, *args, **kwargs)
 
 

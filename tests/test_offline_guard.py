@@ -1,4 +1,4 @@
-"""The suite refuses to talk to the real service, and the public surface is guarded.
+"""The suite refuses to talk to the real services, and the public surface is guarded.
 
 The public names themselves: tests/architecture/test_public_api.py.
 """
@@ -15,6 +15,14 @@ import generic_framework
 def test_real_zai_host_is_refused() -> None:
     with pytest.raises(pytest.fail.Exception, match="offline"):
         socket.getaddrinfo("api.z.ai", 443)
+
+
+@pytest.mark.parametrize("host", ["api.telegram.org", "API.Telegram.org.", "core.telegram.org"])
+def test_real_telegram_hosts_are_refused(host: str) -> None:
+    with pytest.raises(pytest.fail.Exception, match="offline"):
+        socket.getaddrinfo(host, 443)
+    with pytest.raises(pytest.fail.Exception, match="offline"):
+        socket.create_connection((host, 443), timeout=1)
 
 
 def test_loopback_is_allowed() -> None:
