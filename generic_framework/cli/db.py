@@ -3,7 +3,8 @@
 A URL is ``postgresql://user:password@host:port/database``, ``sqlite:///path/to/file.sqlite3``
 (``sqlite:////abs/path``) or a plain file path. Nothing printed shows a password.
 
-``db copy`` copies the users and API keys (their hashes) the target lacks, then every
+``db copy`` copies the users and API keys (their hashes) and the chat platforms' chat states
+(each chat's conversation and persona; store/chats.py) the target lacks, then every
 conversation of the source (its owner is part of its key) that the target does not have, each in one
 transaction with its turn numbers, times and records, then reads it back from the target and
 compares the counts (turns, messages) and a SHA-256 over the whole conversation
@@ -90,6 +91,7 @@ class CopyResult:
 
     copied: int = 0
     accounts: int = 0
+    chats: int = 0
     turns: int = 0
     messages: int = 0
     already_there: int = 0
@@ -125,12 +127,14 @@ async def _copy_one(
 
 
 async def copy_conversations(source: ConversationStore, target: ConversationStore) -> CopyResult:
-    """Copy the users and keys ``target`` lacks, then every conversation of ``source`` (its
-    owner in its key: store/users.py), verifying each one."""
+    """Copy the users, keys and chat states ``target`` lacks, then every conversation of
+    ``source`` (its owner in its key: store/users.py), verifying each one. Claimed updates
+    stay behind: they only matter for the two days a platform may redeliver an update."""
     result = CopyResult()
     await source.open()
     await target.open()
     result.accounts = await target.restore_accounts(await source.dump_accounts())
+    result.chats = await target.restore_chat_states(await source.dump_chat_states())
     for cid in await source.conversation_ids():
         await _copy_one(source, target, cid, result)
     return result
@@ -193,7 +197,8 @@ def run_copy(source_url: str, target_url: str) -> int:
         print(
             f"{redact_url(source_url)} -> {redact_url(target_url)}: copied {result.copied} "
             f"conversation(s), {result.turns} turn(s), {result.messages} message(s); "
-            f"{result.already_there} already there; {result.accounts} user(s) and key(s) added"
+            f"{result.already_there} already there; {result.accounts} user(s) and key(s) added; "
+            f"{result.chats} chat state(s) added"
         )
         for problem in result.problems:
             err(f"error: {problem}")

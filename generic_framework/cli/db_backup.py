@@ -3,9 +3,11 @@
 The backup is always one SQLite file, whatever the database (docs/design/0320):
 
 - **SQLite** (DATA_DIR, or ``--from`` a file): an online backup while the service writes
-  (:func:`~generic_framework.store.sqlite_backup.backup_file`).
+  (:func:`~generic_framework.store.sqlite_backup.backup_file`): the whole file, chat states
+  and the chat platforms' recently claimed updates included.
 - **PostgreSQL** (``DATABASE_URL``): every conversation copied into a new SQLite file, each one
-  whole (one snapshot per conversation, verified by its checksum), with nothing more than the
+  whole (one snapshot per conversation, verified by its checksum), after the users, keys and
+  chat states (``db copy``'s part; claimed updates stay behind), with nothing more than the
   bot image; a point-in-time copy of the whole database is PostgreSQL's own ``pg_dump`` (the
   README's recipe).
 
@@ -138,7 +140,8 @@ def _restore_postgres(backup: Path, url: str, settings: Settings) -> int:
     print(
         f"{backup} -> {redact_url(url)}: restored {result.copied} conversation(s), "
         f"{result.turns} turn(s), {result.messages} message(s); {result.already_there} "
-        f"already there (the backup: {checked.describe()})"
+        f"already there; {result.accounts} user(s) and key(s) and {result.chats} chat "
+        f"state(s) added (the backup: {checked.describe()})"
     )
     print("verified: turn and message counts and a SHA-256 per conversation match")
     return EXIT_OK

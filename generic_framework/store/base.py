@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from generic_framework.limits import check_conversation_id
+from generic_framework.store.chats import ChatAdmin, ChatStore
 from generic_framework.store.keys import KeyStore
 from generic_framework.store.users import UserAdmin
 from generic_framework.wire.messages import Message
@@ -416,7 +417,8 @@ class StoreAdmin(Protocol):
         ...
 
 
-class ConversationStore(TurnStore, StoreAdmin, KeyStore, UserAdmin, Protocol):
+class ConversationStore(TurnStore, StoreAdmin, KeyStore, UserAdmin, ChatStore, ChatAdmin, Protocol):
     """Every side: what each backend (SQLite, PostgreSQL) implements and the Runtime owns
     (conversations; the users and keys that own them, :class:`~.users.UserAdmin`; the
-    idempotency keys of turn requests, :class:`~.keys.KeyStore`)."""
+    idempotency keys of turn requests, :class:`~.keys.KeyStore`; the chat platforms' chats
+    and claimed updates, :class:`~.chats.ChatStore` and :class:`~.chats.ChatAdmin`)."""

@@ -45,6 +45,7 @@ from generic_framework.store.base import (
     split_cursor,
 )
 from generic_framework.store.keys import PURGE_EVERY, Claim
+from generic_framework.store.postgres_chats import PostgresChats
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
 from generic_framework.store.postgres_locks import Hold, PostgresLocks, conversation_key
 from generic_framework.store.postgres_reads import read_dump, read_page
@@ -241,9 +242,10 @@ class _Held:
             raise RuntimeError("the turn was already stored; take the lock again")
 
 
-class PostgresStore(PostgresUsers):
+class PostgresStore(PostgresUsers, PostgresChats):
     """Conversation histories in PostgreSQL; a :class:`ConversationStore` shared by replicas,
-    and its users, keys and limit counters (:class:`~.postgres_users.PostgresUsers`).
+    its users, keys and limit counters (:class:`~.postgres_users.PostgresUsers`) and its chat
+    states and claimed updates (:class:`~.postgres_chats.PostgresChats`).
 
     Args:
         url: ``postgresql://user:password@host:port/database`` (libpq's URI; ``postgres://``

@@ -3,8 +3,8 @@
 :data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite_schema.MIGRATIONS` version by
 version (1: conversations, turns, messages; 2: the turn record; 3: the conversation list's
 index; 4: titles; 5: idempotency keys; 6: users, keys, owners and the limits'
-counters), so ``schema_version`` means the same on both backends and
-``generic-framework db copy`` can move a conversation between them whole.
+counters; 7: chat states and claimed updates), so ``schema_version`` means the same on both
+backends and ``generic-framework db copy`` can move a conversation between them whole.
 ``schema_migrations`` records every applied version.
 
 :func:`migrate` runs each pending migration in its own transaction that first takes a
@@ -106,6 +106,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE usage_days (scope text NOT NULL, day date NOT NULL,"
         " tokens bigint NOT NULL DEFAULT 0, searches bigint NOT NULL DEFAULT 0,"
         " PRIMARY KEY (scope, day))",
+    ),
+    (
+        # The chat platforms' state (store/chats.py, docs/design/0323): each chat's
+        # conversation and persona, and the updates already claimed (the server's clock; the
+        # index serves the purge of old claims).
+        "CREATE TABLE chat_state (platform text NOT NULL, chat text NOT NULL,"
+        " conversation_id text NOT NULL, persona text,"
+        " updated_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (platform, chat))",
+        "CREATE TABLE claimed_updates (platform text NOT NULL, update_id bigint NOT NULL,"
+        " claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (platform, update_id))",
+        "CREATE INDEX claimed_updates_by_time ON claimed_updates (claimed_at)",
     ),
 )
 """Schema changes in order; never edit one that shipped, append a new one."""

@@ -54,6 +54,7 @@ from generic_framework.store.base import (
 )
 from generic_framework.store.keys import PURGE_EVERY, Claim
 from generic_framework.store.listing import LIST_SQL, TITLE_CUT, list_filter, message_text
+from generic_framework.store.sqlite_chats import SQLiteChats
 from generic_framework.store.sqlite_schema import (
     MIGRATIONS,
     RECORD_COLUMNS,
@@ -120,9 +121,10 @@ class _Held:
         return await self._store.append_turn(self._id, persona, messages, record)
 
 
-class SQLiteStore(SQLiteUsers):
+class SQLiteStore(SQLiteUsers, SQLiteChats):
     """Conversation histories in one SQLite file (WAL mode); a :class:`ConversationStore`,
-    and its users, keys and limit counters (:class:`~.sqlite_users.SQLiteUsers`).
+    its users, keys and limit counters (:class:`~.sqlite_users.SQLiteUsers`) and its chat
+    states and claimed updates (:class:`~.sqlite_chats.SQLiteChats`).
 
     Args:
         path: the database file; its directory is created when missing.

@@ -134,6 +134,22 @@ def _m006_users(db: sqlite3.Connection) -> None:
     )
 
 
+def _m007_chats(db: sqlite3.Connection) -> None:
+    # The chat platforms' state (store/chats.py, docs/design/0323): each chat's conversation
+    # and persona, and the updates already claimed (seconds since 1970; the index serves the
+    # purge of old claims).
+    db.execute(
+        "CREATE TABLE chat_state (platform TEXT NOT NULL, chat TEXT NOT NULL,"
+        " conversation_id TEXT NOT NULL, persona TEXT, updated_at TEXT NOT NULL,"
+        " PRIMARY KEY (platform, chat)) WITHOUT ROWID"
+    )
+    db.execute(
+        "CREATE TABLE claimed_updates (platform TEXT NOT NULL, update_id INTEGER NOT NULL,"
+        " claimed_at REAL NOT NULL, PRIMARY KEY (platform, update_id)) WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX claimed_updates_by_time ON claimed_updates (claimed_at)")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_tables,
     _m002_turn_records,
@@ -141,6 +157,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m004_titles,
     _m005_idempotency_keys,
     _m006_users,
+    _m007_chats,
 )
 """Schema changes in order; never edit one that shipped, append a new one."""
 

@@ -65,8 +65,9 @@ KEY_PREFIX = "gfk_"
 
 _USER_ID = re.compile(r"^u[0-9a-f]{12}$")
 _KEY = re.compile(r"^gfk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
-USER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$"
-"""What a user name may be (an e-mail address is one)."""
+USER_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@+:-]{0,127}$"
+"""What a user name may be (an e-mail address is one; so is a chat platform's user,
+``telegram:123456789``). Never ``/``: a user's conversations are keyed ``<user id>/<id>``."""
 _NAME = re.compile(USER_NAME_PATTERN)
 _KEY_OWNER = r"(?:u[0-9a-f]{12}/)?"
 CONVERSATION_KEY_PATTERN = rf"^{_KEY_OWNER}[A-Za-z0-9_-]{{1,128}}$"
@@ -74,16 +75,17 @@ _CONVERSATION_KEY = re.compile(CONVERSATION_KEY_PATTERN)
 
 
 def check_user_name(name: str) -> str:
-    """``name`` if it is a valid user name: 1-128 letters, digits, ``. _ @ + -`` (an e-mail
-    address is one), starting with a letter or digit.
+    """``name`` if it is a valid user name: 1-128 letters, digits, ``. _ @ + : -`` (an e-mail
+    address is one, and a chat platform's user such as ``telegram:123456789``), starting with
+    a letter or digit.
 
     Raises:
         ValueError: anything else.
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(
-            "a user name is 1-128 letters, digits, '.', '_', '@', '+' or '-', starting with a "
-            "letter or digit"
+            "a user name is 1-128 letters, digits, '.', '_', '@', '+', ':' or '-', starting "
+            "with a letter or digit"
         )
     return name
 

@@ -16,6 +16,7 @@ from support import run_cli
 
 from generic_framework.service.sole import sole_sqlite_service
 from generic_framework.store import SQLiteStore, checksum, open_store
+from generic_framework.store.chats import ChatState
 from generic_framework.store.sqlite_schema import MIGRATIONS
 from generic_framework.wire.messages import AssistantMessage, UserMessage
 
@@ -225,3 +226,55 @@ def test_database_urls_are_never_shown_with_their_password(
         option = args[2] if args[1] == "backup" else args[4]
         assert f"the database of {option} postgresql://bot:***@" in done.stderr
         assert secret not in done.stdout + done.stderr
+
+
+async def _chats(url: str, states: dict[str, ChatState] | None = None) -> dict[str, ChatState]:
+    """Set ``states`` (Telegram chats) and claim update 7 in the database; its chat states."""
+    store = open_store(url, sqlite_path="-")
+    try:
+        for chat, state in (states or {}).items():
+            await store.set_chat_state("telegram", chat, state)
+            await store.claim_update("telegram", 7)
+        return {r.chat: r.state for r in await store.dump_chat_states()}
+    finally:
+        await store.aclose()
+
+
+async def _claimed(url: str, update_id: int) -> bool:
+    store = open_store(url, sqlite_path="-")
+    try:
+        return not await store.claim_update("telegram", update_id)
+    finally:
+        await store.aclose()
+
+
+def test_backup_restore_and_copy_carry_the_chat_states(
+    db_env: dict[str, str], live: Path, tmp_path: Path, postgres_server: Any
+) -> None:
+    states = {"1001": ChatState("tg-1001", "scout"), "-100200:3": ChatState("tg-topic")}
+    assert asyncio.run(_chats(str(live), states)) == states
+    backup = tmp_path / "one.sqlite3"
+    assert cli(db_env, "db", "backup", "--to", str(backup)).returncode == 0
+    fresh = tmp_path / "fresh"
+    assert (
+        cli({**db_env, "DATA_DIR": str(fresh)}, "db", "restore", "--from", str(backup)).returncode
+        == 0
+    )
+    assert asyncio.run(_chats(str(fresh / "conversations.sqlite3"))) == states
+
+    # Through PostgreSQL: db copy, a backup of it, a restore into another database.
+    url = postgres_server.create_database()
+    copied = cli(db_env, "db", "copy", "--from", str(live), "--to", url)
+    assert copied.returncode == 0 and "2 chat state(s) added" in copied.stdout
+    assert asyncio.run(_chats(url)) == states
+    assert not asyncio.run(_claimed(url, 7))  # claimed updates stay behind
+    pg_backup = tmp_path / "pg.sqlite3"
+    env = {**db_env, "DATABASE_URL": url}
+    assert cli(env, "db", "backup", "--to", str(pg_backup)).returncode == 0
+    assert asyncio.run(_chats(str(pg_backup))) == states
+    into = postgres_server.create_database()
+    restored = cli({**db_env, "DATABASE_URL": into}, "db", "restore", "--from", str(pg_backup))
+    assert restored.returncode == 0 and "2 chat state(s) added" in restored.stdout
+    assert asyncio.run(_chats(into)) == states
+    again = cli(db_env, "db", "copy", "--from", str(live), "--to", into)
+    assert again.returncode == 0 and "0 chat state(s) added" in again.stdout

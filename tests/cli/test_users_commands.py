@@ -77,6 +77,17 @@ def test_users_add_set_list_remove(db_env: dict[str, str]) -> None:
     assert cli(db_env, "users", "add", "x", "--rpm", "-1").returncode == 2
 
 
+def test_a_chat_platform_user_name_holds_a_colon(db_env: dict[str, str]) -> None:
+    added = cli(db_env, "users", "add", "telegram:42", "--daily-tokens", "5000")
+    assert added.returncode == 0, added.stderr
+    assert "telegram:42\tuser\trpm=default\tdaily_tokens=5000" in added.stdout
+    assert cli(db_env, "users", "set", "telegram:42", "--rpm", "5").returncode == 0
+    assert "telegram:42" in cli(db_env, "users", "list").stdout
+    for bad in ("telegram/42", ":42"):
+        refused = cli(db_env, "users", "add", bad)
+        assert refused.returncode != 0 and "'+', ':' or '-'" in refused.stderr
+
+
 async def test_db_copy_keeps_users_keys_and_owners(
     db_env: dict[str, str], tmp_path: Path, postgres_server: Any
 ) -> None:

@@ -92,19 +92,21 @@ def test_dockerignore_keeps_secrets_and_bulk_out() -> None:
 
 def test_compose_services_and_profiles(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"bot", "mock-zai", "postgres", "proxy", "scale-check"}
+    assert set(services) == {"bot", "mock-zai", "postgres", "proxy", "scale-check", "telegram"}
     assert "profiles" not in services["bot"]
     assert services["mock-zai"]["profiles"] == ["mock"]
+    assert services["telegram"]["profiles"] == ["telegram"]
     assert services["postgres"]["profiles"] == services["proxy"]["profiles"] == ["scale"]
     assert services["scale-check"]["profiles"] == ["scale"]
     for name, service in services.items():
         assert service["restart"] == ("no" if name == "scale-check" else "unless-stopped")
         assert "no-new-privileges:true" in service["security_opt"]
-    # One image, built once: only the bot builds it, the mock never pulls it.
-    assert "build" in services["bot"] and "build" not in services["mock-zai"]
-    assert services["mock-zai"]["image"] == services["bot"]["image"] == "generic-framework:latest"
-    assert services["mock-zai"]["pull_policy"] == "never"
-    for name in ("bot", "mock-zai", "proxy"):
+    # One image, built once: only the bot builds it, the mock and the Telegram bot never pull it.
+    for name in ("mock-zai", "telegram"):
+        assert "build" not in services[name] and services[name]["pull_policy"] == "never"
+        assert services[name]["image"] == services["bot"]["image"] == "generic-framework:latest"
+    assert "build" in services["bot"]
+    for name in ("bot", "mock-zai", "proxy", "telegram"):
         assert services[name]["read_only"] is True and services[name]["cap_drop"] == ["ALL"]
 
 

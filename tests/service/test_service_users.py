@@ -312,6 +312,18 @@ async def test_admins_manage_users_and_keys_over_http(world: World) -> None:
     assert names == ["admin", "alice", "bob"]
 
 
+async def test_a_chat_platform_user_is_managed_by_its_name_with_a_colon(world: World) -> None:
+    admin = world.client("admin")
+    made = await admin.post("/v1/admin/users", json={"name": "telegram:42"})
+    assert made.status_code == 201, made.text
+    changed = await admin.patch("/v1/admin/users/telegram:42", json={"rpm": 3})
+    assert changed.status_code == 200 and changed.json()["limits"]["rpm"] == 3
+    listed = await admin.get("/v1/conversations?user=telegram%3A42")
+    assert listed.status_code == 200 and listed.json()["data"] == []
+    assert (await admin.post("/v1/admin/users", json={"name": "telegram/42"})).status_code == 400
+    assert (await admin.delete("/v1/admin/users/telegram:42")).status_code == 204
+
+
 async def test_me_tells_who_and_what_is_left(world: World) -> None:
     await world.store.set_user("alice", limits=Limits(daily_tokens=1000, daily_searches=3))
     await _turn(world, "alice", "c", "hello there")
