@@ -4,9 +4,11 @@ One process, one :class:`~generic_framework.runtime.Runtime` (client, store, loc
 sessions) under the bot of :mod:`generic_framework.chats.telegram`. Without an API key
 (``OPENAI_API_KEY``), or with ``--mock``, it answers from the embedded mock's recordings, as
 ``chat`` and ``serve`` do, and says so in one line. Exit codes: 2 for a configuration error
-(``TELEGRAM_BOT_TOKEN`` missing or refused, a bad ``TELEGRAM_*`` value); 1 when Telegram
-cannot be reached at start, or when another process receives the bot's updates (409
-Conflict, or a webhook set); 0 when stopped by SIGTERM or Ctrl-C.
+(``TELEGRAM_BOT_TOKEN`` missing or refused, a bad ``TELEGRAM_*`` value) and when another
+process receives the bot's updates (Telegram's 409 Conflict, or a webhook set): starting again
+would fail the same way (and a restarted poller would cut the other one off each time), so the
+compose service waits to be stopped on exit 2 instead of restarting; 1 when Telegram cannot be
+reached at start; 0 when stopped by SIGTERM or Ctrl-C.
 """
 
 from __future__ import annotations
@@ -77,5 +79,5 @@ async def _serve(
             return EXIT_ERROR
     if outcome != STOPPED:
         err(f"error: {outcome}")
-        return EXIT_ERROR
+        return EXIT_USAGE
     return EXIT_OK

@@ -1,7 +1,9 @@
 """``generic-framework telegram`` as a process: how it starts, and how it stops when it must.
 
 A missing token is a configuration error (exit 2) naming ``TELEGRAM_BOT_TOKEN``; Telegram's 409
-Conflict (another process polls the bot) is said in one line and the process exits 1; so is a
+Conflict (another process polls the bot) is said in one line and the process exits 2 (the
+compose service then waits to be stopped instead of restarting and cutting the other poller
+off); so is a
 bot whose webhook is set (polling would take the updates away from ``serve``); without an API
 key the bot answers from the embedded mock and says so.
 """
@@ -49,7 +51,7 @@ def test_a_second_poller_is_said_in_one_line_and_the_process_stops(
     fake_bot_api.conflict = True
     bot = BotProcess(env, tmp_path / "bot.log", fake_bot_api).start()
     try:
-        assert bot.wait(30) == 1
+        assert bot.wait(30) == 2
     finally:
         bot.stop()
     lines = error_lines(bot.text())
@@ -65,7 +67,7 @@ def test_a_bot_with_a_webhook_is_not_polled(
     fake_bot_api.webhook = {"url": "https://bot.example/telegram/webhook"}
     env = bot_env(tmp_path, mock, fake_bot_api)
     done = run_cli(["telegram"], env, cwd=tmp_path)
-    assert done.returncode == 1
+    assert done.returncode == 2
     assert len(error_lines(done.stderr)) == 1
     assert "webhook" in error_lines(done.stderr)[0]
     assert fake_bot_api.webhook is not None  # left in place for serve
