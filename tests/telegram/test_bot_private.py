@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,15 @@ def test_an_upstream_refusal_is_a_short_message_and_a_log_line_with_request_ids(
     lines = [line for line in bot.text().splitlines() if "failed upstream" in line]
     assert len(lines) == 1
     assert "request tg-" in lines[0] and "InsufficientBalanceError" in lines[0]
+
+
+def test_typing_is_renewed_while_the_search_runs(tmp_path: Path, fake_bot_api: FakeBotAPI) -> None:
+    with mock_process(tmp_path, latency_ms=9000, fixtures=[BUNDLED]) as slow:
+        env = bot_env(tmp_path, slow, fake_bot_api)
+        with BotProcess(env, tmp_path / "bot.log", fake_bot_api):
+            fake_bot_api.push(fake_bot_api.text(NANAIMO))
+            final_answer(fake_bot_api)
+    typing = [c.at for c in fake_bot_api.calls_to("sendChatAction")]
+    assert len(typing) >= 3  # 9 s of search: at 0, ~4 and ~8 s
+    gaps = [later - earlier for earlier, later in pairwise(typing)]
+    assert all(3.5 <= gap <= 5.0 for gap in gaps), gaps
