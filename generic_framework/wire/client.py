@@ -49,7 +49,7 @@ from generic_framework.wire.messages import (
     StreamEvent,
     WebSearchResponse,
 )
-from generic_framework.wire.pool import ShardedTransport
+from generic_framework.wire.pool import ShardedTransport, needs_tls
 from generic_framework.wire.responses import check_finish, is_document, parse_model, status_error
 from generic_framework.wire.retry import RetryPolicy
 from generic_framework.wire.slots import LocalSlots, SlotLease, UpstreamSlots
@@ -424,10 +424,13 @@ def _own_client(
     (docs/design/0701). Headers set on the client cost nothing per request; httpx re-normalises
     headers passed per request. The direct send is docs/design/0702.
     """
-    own = transport or ShardedTransport(s.llm_max_connections, proxy=_proxy_for(s.base_url))
+    if transport is None:
+        proxy = _proxy_for(s.base_url)
+        tls = needs_tls(s.base_url, proxy)  # a plain-http upstream loads no CA bundle
+        transport = ShardedTransport(s.llm_max_connections, proxy=proxy, tls=tls)
     timeout = httpx.Timeout(s.llm_timeout, connect=s.llm_connect_timeout, pool=s.llm_pool_timeout)
-    client = httpx.AsyncClient(transport=own, headers=headers, timeout=timeout)
-    return client, DirectSend(client, own)
+    client = httpx.AsyncClient(transport=transport, headers=headers, timeout=timeout)
+    return client, DirectSend(client, transport)
 
 
 def _describe(exc: Exception) -> str:

@@ -6,16 +6,21 @@ concurrent two-round chats cost about 12 s of client CPU through one pool of 100
 against about 1.5 s through pools of 16 (``docs/benchmarks.md``; upstream: encode/httpcore#1035).
 :class:`ShardedTransport` keeps every pool at most :data:`SHARD_SIZE` connections and sends each
 request to the pool with the fewest requests in flight. The pools share one SSL context, so the
-CA bundle is loaded once.
+CA bundle is loaded once, and only when some request can need it: for a plain-http upstream
+reached directly or through a plain-http proxy no connection is ever encrypted, and loading the
+bundle (about 25 ms, the largest single cost of building a client) would be spent on nothing.
+Such a transport gets a context that verifies and trusts nothing, so a TLS connection it was
+never meant to make fails instead of going out unverified.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 
 import httpx
 
-__all__ = ["SHARD_SIZE", "ShardedTransport"]
+__all__ = ["SHARD_SIZE", "ShardedTransport", "needs_tls"]
 
 SHARD_SIZE = 16
 """Connections per httpcore pool: small enough that its bookkeeping stays cheap."""
@@ -48,12 +53,15 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         max_connections: connections in all, kept alive between requests.
         proxy: an HTTP(S) proxy URL for every pool (httpx reads ``HTTPS_PROXY`` only for the
             transports it builds itself, so the caller passes it on).
+        tls: whether any request may be encrypted (an ``https`` URL or proxy); when False the
+            CA bundle is not loaded and a TLS connection fails verification.
     """
 
-    def __init__(self, max_connections: int, *, proxy: str | None = None) -> None:
+    def __init__(self, max_connections: int, *, proxy: str | None = None, tls: bool = True) -> None:
         shards = -(-max_connections // SHARD_SIZE)
         sizes = [max_connections // shards + (i < max_connections % shards) for i in range(shards)]
-        context = httpx.create_ssl_context()  # one CA bundle load (about 25 ms), not one per pool
+        # One CA bundle load (about 25 ms), not one per pool, and none when nothing is encrypted.
+        context = httpx.create_ssl_context() if tls else _trusting_nothing()
         self._pools = [
             httpx.AsyncHTTPTransport(
                 verify=context,
@@ -93,3 +101,17 @@ class ShardedTransport(httpx.AsyncBaseTransport):
         """Close every pool."""
         for pool in self._pools:
             await pool.aclose()
+
+
+def needs_tls(url: str, proxy: str | None) -> bool:
+    """Whether a request to ``url`` (through ``proxy``) can open an encrypted connection."""
+    schemes = {url.partition(":")[0].lower()}
+    if proxy is not None:
+        schemes.add(proxy.partition(":")[0].lower())
+    return schemes != {"http"}
+
+
+def _trusting_nothing() -> ssl.SSLContext:
+    """A client context that checks certificates and host names but holds no CA: every
+    handshake fails, so a connection that should not be encrypted never goes out unverified."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)

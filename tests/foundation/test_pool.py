@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -13,7 +16,7 @@ import pytest
 from generic_framework.config import Settings
 from generic_framework.wire.client import GLMClient, _proxy_for
 from generic_framework.wire.messages import ChatRequest, StreamCompleted, UserMessage
-from generic_framework.wire.pool import SHARD_SIZE, ShardedTransport
+from generic_framework.wire.pool import SHARD_SIZE, ShardedTransport, needs_tls
 
 CHUNK = {
     "id": "1",
@@ -31,8 +34,9 @@ LAST = {
 class KeepAliveServer:
     """HTTP/1.1 with keep-alive: answers every request with a short chunked SSE stream."""
 
-    def __init__(self, delay: float = 0.0) -> None:
+    def __init__(self, delay: float = 0.0, ssl_context: ssl.SSLContext | None = None) -> None:
         self.delay = delay
+        self.ssl_context = ssl_context
         self.connections = 0
         self.requests = 0
         self.busy = 0
@@ -40,7 +44,7 @@ class KeepAliveServer:
         self._server: asyncio.Server | None = None
 
     async def __aenter__(self) -> KeepAliveServer:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=self.ssl_context)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -71,7 +75,7 @@ class KeepAliveServer:
                 self.busy -= 1
                 writer.write(self._response())
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             pass
         finally:
             writer.close()
@@ -147,3 +151,49 @@ def test_proxy_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     assert _proxy_for("https://api.z.ai/api/paas/v4") == "http://proxy.internal:3128"
     monkeypatch.setenv("NO_PROXY", "api.z.ai")
     assert _proxy_for("https://api.z.ai/api/paas/v4") is None
+
+
+@pytest.mark.parametrize(
+    ("url", "proxy", "tls"),
+    [
+        ("http://127.0.0.1:8000/api/paas/v4", None, False),
+        ("HTTP://mock:8000/v4", "http://proxy:3128", False),
+        ("https://api.z.ai/api/paas/v4", None, True),
+        ("http://127.0.0.1:8000/v4", "https://proxy:3128", True),
+        ("https://api.z.ai/api/paas/v4", "http://proxy:3128", True),
+    ],
+)
+def test_tls_is_needed_for_an_https_upstream_or_proxy_only(
+    url: str, proxy: str | None, tls: bool
+) -> None:
+    assert needs_tls(url, proxy) is tls
+
+
+def test_a_plain_http_client_loads_no_ca_bundle(monkeypatch: pytest.MonkeyPatch) -> None:
+    # httpx reads SSL_CERT_FILE when it loads the CA bundle: a missing file makes any load fail.
+    monkeypatch.setenv("SSL_CERT_FILE", "/nonexistent/ca-bundle.pem")
+    GLMClient(Settings.defaults(api_key="k", base_url="http://127.0.0.1:9/api/paas/v4"))
+    with pytest.raises(OSError):
+        GLMClient(Settings.defaults(api_key="k", base_url="https://127.0.0.1:9/api/paas/v4"))
+
+
+async def test_a_transport_without_tls_never_connects_unverified(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    async with KeepAliveServer(ssl_context=context) as srv:
+        https = srv.base_url.replace("http:", "https:") + "/chat/completions"
+        async with httpx.AsyncClient(transport=ShardedTransport(2, tls=False)) as http:
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await http.post(https, content=b"{}")
+        # The same server is reachable by a transport that trusts its certificate.
+        trusted = httpx.AsyncHTTPTransport(verify=ssl.create_default_context(cafile=str(cert)))
+        async with httpx.AsyncClient(transport=trusted) as http:
+            assert (await http.post(https, content=b"{}")).status_code == 200
+    assert srv.requests == 1
