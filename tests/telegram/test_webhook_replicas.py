@@ -122,3 +122,25 @@ def test_the_webhook_needs_no_api_token(fake_bot_api: FakeBotAPI, replicas: list
     update = {"update_id": 990002, **fake_bot_api.text("/help")}
     assert deliver(update, f"{replicas[0].url}{PATH}", SECRET) == 200
     fake_bot_api.wait_for(lambda c: c.method == "sendMessage" and "/persona" in c.params["text"])
+
+
+def test_an_update_under_way_is_finished_when_serve_stops(
+    tmp_path: Path, fake_bot_api: FakeBotAPI
+) -> None:
+    with mock_process(tmp_path, latency_ms=3000, fixtures=[BUNDLED]) as slow:
+        env = {
+            "TELEGRAM_BOT_TOKEN": fake_bot_api.token,
+            "TELEGRAM_API_URL": fake_bot_api.base_url,
+            "TELEGRAM_ALLOWED_USERS": str(OWNER),
+            "TELEGRAM_WEBHOOK_URL": "https://bot.example/telegram/webhook",
+            "TELEGRAM_WEBHOOK_SECRET": SECRET,
+        }
+        replica = bot_process(tmp_path, slow, **env).start(timeout=40)
+        try:
+            update = {"update_id": 990003, **fake_bot_api.text("What is the capital of Canada?")}
+            assert deliver(update, f"{replica.url}{PATH}", SECRET) == 200
+            fake_bot_api.wait_for(lambda c: c.method == "sendChatAction")  # the turn runs
+        finally:
+            replica.stop()  # SIGTERM while the model is still answering
+    answers = [m for m in fake_bot_api.chat_messages(OWNER) if m["from"]["is_bot"]]
+    assert len(answers) == 1 and "Ottawa" in answers[0]["text"]
