@@ -7,9 +7,11 @@ import asyncio
 from collections.abc import AsyncIterator
 from itertools import pairwise
 
+import pytest
 from fake_bot_api import FakeBotAPI
 from telegram import Bot
 
+from generic_framework.chats.telegram import live
 from generic_framework.chats.telegram.live import ChatRef, Drafts, LiveAnswer
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta
 from generic_framework.core.reply import Reply
@@ -57,3 +59,25 @@ async def test_a_tool_s_name_is_the_status_while_it_runs(fake_bot_api: FakeBotAP
     await answer(fake_bot_api, ChatRef(GROUP), events(2, 0.3, tool="get_weather"))
     first = fake_bot_api.calls_to("sendMessage")[0]
     assert first.params["text"] == "Running get_weather…"
+
+
+async def test_a_private_draft_is_renewed_while_a_long_search_runs(
+    fake_bot_api: FakeBotAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(live, "DRAFT_RENEW", 0.4)  # Telegram's 30 s, shrunk to the test's
+    monkeypatch.setattr(live, "TYPING_EVERY", 0.2)
+
+    async def slow_search() -> AsyncIterator[PersonaEvent]:
+        await asyncio.sleep(1.5)
+        yield TextDelta("It is sunny.")
+        yield Done(Reply(content="It is sunny."))
+
+    fake_bot_api.received(fake_bot_api.text("// weather")["message"])
+    async with Bot(fake_bot_api.token, base_url=f"{fake_bot_api.base_url}/bot") as bot:
+        answer_ = LiveAnswer(
+            bot, ChatRef(1001, private=True), interval=0.5, drafts=Drafts(), web=True
+        )
+        await answer_.run(slow_search())
+    drafts = [c.params["text"] for c in fake_bot_api.calls_to("sendMessageDraft")]
+    assert drafts.count("Searching the web…") >= 3
+    assert fake_bot_api.chat_messages(1001)[-1]["text"] == "It is sunny."

@@ -37,12 +37,22 @@ from generic_framework.chats.telegram.formatting import (
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta
 from generic_framework.core.reply import Reply
 
-__all__ = ["SEARCHING", "TYPING_EVERY", "ChatRef", "Drafts", "LiveAnswer", "send_chunks"]
+__all__ = [
+    "DRAFT_RENEW",
+    "SEARCHING",
+    "TYPING_EVERY",
+    "ChatRef",
+    "Drafts",
+    "LiveAnswer",
+    "send_chunks",
+]
 
 logger = logging.getLogger("generic_framework.telegram")
 
 TYPING_EVERY = 4.0
 """Telegram shows a chat action for 5 s: it is renewed a little sooner."""
+DRAFT_RENEW = 20.0
+"""Telegram shows a draft for 30 s: one still standing is sent again after this long."""
 SEARCHING = "Searching the web…"
 NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
@@ -272,7 +282,15 @@ class LiveAnswer:
                         self.chat.chat_id, ChatAction.TYPING, message_thread_id=self.chat.thread_id
                     ),
                 )
+                await self._renew_draft()
             await asyncio.sleep(TYPING_EVERY)
+
+    async def _renew_draft(self) -> None:
+        """Send the shown draft again before Telegram drops it (a draft lives 30 s, a search
+        or a tool may run longer)."""
+        if self.use_drafts and self._shown and time.monotonic() - self._last >= DRAFT_RENEW:
+            self._last = time.monotonic()
+            await self._draft(self._shown)
 
 
 def _tools(names: list[str]) -> str:
