@@ -212,3 +212,19 @@ def test_typing_is_renewed_while_the_search_runs(tmp_path: Path, fake_bot_api: F
     assert len(typing) >= 3  # 9 s of search: at 0, ~4 and ~8 s
     gaps = [later - earlier for earlier, later in pairwise(typing)]
     assert all(3.5 <= gap <= 5.0 for gap in gaps), gaps
+
+
+def test_a_turn_over_the_user_s_limit_says_when_to_retry_without_a_model_call(
+    tmp_path: Path, mock: Process, fake_bot_api: FakeBotAPI
+) -> None:
+    env = bot_env(tmp_path, mock, fake_bot_api, BOT_DEFAULT_RPM="1")
+    with BotProcess(env, tmp_path / "bot.log", fake_bot_api):
+        fake_bot_api.push(fake_bot_api.text("What is the capital of Canada?"))
+        final_answer(fake_bot_api)
+        before = mock_requests(mock)
+        fake_bot_api.push(fake_bot_api.text("What is the capital of Canada?"))
+        refused = fake_bot_api.wait_for(
+            lambda c: c.method == "sendMessage" and "try again in" in c.params["text"]
+        )
+    assert "messages a minute" in refused.params["text"]
+    assert mock_requests(mock) == before
