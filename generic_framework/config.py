@@ -64,6 +64,7 @@ __all__ = [
     "SEARCH_MCP_PATH",
     "SearchMode",
     "Settings",
+    "environment_values",
     "load_dotenv",
 ]
 
@@ -163,7 +164,7 @@ class Settings(BaseModel):
     otel_instrumentation_genai_capture_message_content: bool = False
 
     def __init__(self, **values: Any) -> None:
-        self._validate(values, _environment(type(self), os.environ))
+        self._validate(values, environment_values(type(self), os.environ))
 
     def _validate(self, values: dict[str, Any], environment: dict[str, Any]) -> None:
         # Not populate_by_name: with it the field names api_key and base_url would be accepted
@@ -375,7 +376,7 @@ class Settings(BaseModel):
         return self.database_url is not None
 
 
-def _environment(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
+def environment_values(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
     """The fields' values found in ``environ``, keyed as the model validates them.
 
     Names match case-insensitively; a field with aliases (``OPENAI_API_KEY``, ``ZAI_API_KEY``)

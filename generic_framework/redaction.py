@@ -17,8 +17,11 @@ __all__ = ["redact", "redact_url", "register_secret"]
 # Z.AI keys look like "<32 hex>.<16 alnum>"; Bearer tokens and key=value pairs are caught too.
 # In URLs: the password of "scheme://user:password@host", and the value of every query
 # parameter whose name looks like a credential (?key=, &api_key=, ?access_token=, ?sig=...),
-# in a query string or a fragment (#key=...). OpenAI-style keys (sk-...) anywhere.
+# in a query string or a fragment (#key=...). OpenAI-style keys (sk-...) anywhere. A Telegram
+# Bot API URL carries the bot's token in its path ("/bot<id>:<secret>/getMe"), and httpx logs
+# every request's URL.
 _SECRET_PATTERNS = (
+    re.compile(r"(/bot)[0-9]{1,20}:[A-Za-z0-9_-]+"),
     re.compile(r"[0-9a-fA-F]{32}\.[A-Za-z0-9]{16}"),
     re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{6,}"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"),
@@ -45,7 +48,8 @@ def redact(text: str, limit: int | None = None) -> str:
     """Return ``text`` with secrets replaced by ``***``, optionally truncated.
 
     Removed: every value given to :func:`register_secret`, Z.AI-shaped keys, ``sk-`` keys,
-    bearer tokens, ``api_key=...``-style pairs, URL credentials (``https://user:***@host``,
+    bearer tokens, ``api_key=...``-style pairs, Telegram bot tokens in Bot API paths
+    (``/bot***/getMe``), URL credentials (``https://user:***@host``,
     ``https://***@host``) and the values of URL query or fragment parameters named like
     credentials (``?key=***``, ``&access_token=***``, ``#key=***``). A configured address is
     shown through :func:`redact_url` instead, which hides its whole query and fragment.

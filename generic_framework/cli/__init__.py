@@ -1,4 +1,5 @@
-"""The ``generic-framework`` command line: chat, personas, serve, mock, record, replay, db, usage.
+"""The ``generic-framework`` command line: chat, personas, serve, telegram, mock, record, replay,
+db, usage.
 
 Exit codes: 0 success; 1 an upstream or runtime error (one line on stderr says what to do);
 2 a usage or configuration error. This module only declares the commands; each one imports its
@@ -15,6 +16,7 @@ fast. The modules, none of which imports this one:
 - :mod:`~generic_framework.cli.db`: ``db upgrade`` and ``db copy``;
   :mod:`~generic_framework.cli.db_backup`: ``db backup`` and ``db restore``.
 - :mod:`~generic_framework.cli.usage`: ``usage``, from the stored turn records.
+- :mod:`~generic_framework.cli.telegram`: ``telegram``, the Telegram bot.
 """
 
 from __future__ import annotations
@@ -217,6 +219,21 @@ def serve(
     from generic_framework.cli.serve import run_serve
 
     raise typer.Exit(run_serve(host, port, mock, stay_on_config_error=stay_on_config_error))
+
+
+@app.command(epilog=_EPILOG)
+def telegram(
+    mock: Annotated[
+        bool, typer.Option("--mock", help="Answer from the embedded mock even with a key.")
+    ] = False,
+) -> None:
+    """Run the personas as a Telegram bot (long polling; TELEGRAM_BOT_TOKEN).
+
+    Only the users in TELEGRAM_ALLOWED_USERS (or chats in TELEGRAM_ALLOWED_CHATS) are answered.
+    """
+    from generic_framework.cli.telegram import run_telegram
+
+    raise typer.Exit(run_telegram(mock))
 
 
 @app.command(epilog=_EPILOG)

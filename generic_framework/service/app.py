@@ -28,6 +28,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -66,6 +67,10 @@ from generic_framework.service.middleware import (
 from generic_framework.service.openapi import openapi_document
 from generic_framework.service.readiness import UpstreamProbe, check_store
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
+
+if TYPE_CHECKING:
+    from generic_framework.chats.telegram.settings import TelegramSettings
+    from generic_framework.chats.telegram.webhook import TelegramWebhook
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -145,8 +150,12 @@ async def _openapi(request: Request) -> Response:
     return JSONResponse(openapi_document())
 
 
-def _middleware(settings: Settings, authenticator: Authenticator) -> list[Middleware]:
-    """The middleware stack, outermost first (the module docstring says what each does)."""
+def _middleware(
+    settings: Settings, authenticator: Authenticator, webhook: str | None = None
+) -> list[Middleware]:
+    """The middleware stack, outermost first (the module docstring says what each does);
+    ``webhook``: the Telegram webhook's path (its secret is its auth; Telegram names the
+    public host)."""
     stack = []
     if settings.trusted_proxies:
         stack.append(Middleware(ForwardedClientMiddleware, trusted=settings.trusted_proxies))
@@ -158,7 +167,7 @@ def _middleware(settings: Settings, authenticator: Authenticator) -> list[Middle
             Middleware(
                 HostAllowlistMiddleware,
                 allowed=settings.allowed_hosts,
-                open_paths=PROBE_PATHS | set(metrics),
+                open_paths=PROBE_PATHS | set(metrics) | ({webhook} if webhook else set()),
             )
         )
     origins = list(settings.cors_origins)
@@ -236,10 +245,14 @@ def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dic
     return dict(personas)
 
 
-def _lifespan(state: ServiceState) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+def _lifespan(
+    state: ServiceState, telegram: TelegramWebhook | None = None
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """At start-up open the store (applying its migrations, once across replicas), the runtime's
-    client (off the event loop, not on the first request) and its personas' MCP servers; at
-    shutdown close the runtime if the app built it (a borrowed one stays open)."""
+    client (off the event loop, not on the first request), its personas' MCP servers and the
+    Telegram webhook (registered with Telegram); at shutdown finish the Telegram updates under
+    way (``BOT_SHUTDOWN_TIMEOUT``) and close the runtime if the app built it (a borrowed one
+    stays open)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -249,7 +262,13 @@ def _lifespan(state: ServiceState) -> Callable[[Starlette], AbstractAsyncContext
             served = [p for p in state.personas.values() if isinstance(p, Persona)]
             if any(persona.mcp_servers for persona in served):
                 await state.runtime.discover(served)
-            yield
+            if telegram is not None:
+                await telegram.start()
+            try:
+                yield
+            finally:
+                if telegram is not None:
+                    await telegram.stop(state.settings.bot_shutdown_timeout)
         finally:
             if state.owns_runtime:
                 await state.runtime.aclose()
@@ -294,6 +313,32 @@ def _state(
     )
 
 
+def _webhook(
+    runtime: Runtime, telegram: TelegramSettings | None, offline: bool
+) -> TelegramWebhook | None:
+    """The Telegram webhook's receiver, when its settings are given (python-telegram-bot is
+    imported only then)."""
+    if telegram is None:
+        return None
+    from generic_framework.chats.telegram.webhook import TelegramWebhook
+
+    return TelegramWebhook(runtime, telegram, offline=offline)
+
+
+def _starlette(state: ServiceState, webhook: TelegramWebhook | None) -> Starlette:
+    """The app's routes (the Telegram webhook's first), middleware, handlers and lifespan."""
+    routes = _routes()
+    if webhook is not None:
+        routes.insert(0, Route(webhook.path, webhook.endpoint, methods=["POST"]))
+    authenticator = Authenticator(state.settings, state.runtime.store)
+    return Starlette(
+        routes=routes,
+        middleware=_middleware(state.settings, authenticator, webhook.path if webhook else None),
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=_lifespan(state, webhook),
+    )
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -302,6 +347,7 @@ def create_app(
     upstream_probe: UpstreamProbe | None = None,
     environ: Mapping[str, str] | None = None,
     offline: bool = False,
+    telegram: TelegramSettings | None = None,
 ) -> Starlette:
     """Build the bot service over one :class:`~generic_framework.runtime.Runtime`.
 
@@ -322,6 +368,9 @@ def create_app(
             environment anyway), none otherwise.
         offline: the upstream is the embedded mock (``serve`` without a key): ``GET /v1/bot``
             says so and lists its recorded questions.
+        telegram: the Telegram settings of a bot whose updates come by webhook
+            (``TELEGRAM_WEBHOOK_URL`` and ``TELEGRAM_WEBHOOK_SECRET``): the app receives them
+            at the webhook's path (chats/telegram/webhook.py).
 
     Raises:
         ConfigError: a persona file or setting is invalid (``BOT_DEFAULT_PERSONA`` naming no
@@ -332,12 +381,7 @@ def create_app(
     owns = runtime is None
     runtime = _the_runtime(settings, runtime, environ)
     state = _state(runtime, _served(runtime, personas), owns=owns, offline=offline)
-    app = Starlette(
-        routes=_routes(),
-        middleware=_middleware(state.settings, Authenticator(state.settings, runtime.store)),
-        exception_handlers=EXCEPTION_HANDLERS,
-        lifespan=_lifespan(state),
-    )
+    app = _starlette(state, _webhook(runtime, telegram, state.offline))
     # No redirect from "/v1/conversations/0%2F" to ".../0": a 307 that keeps the method would
     # send a DELETE to another conversation than the one named. Unknown paths are a JSON 404.
     app.router.redirect_slashes = False

@@ -44,6 +44,7 @@ import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from generic_framework.chats.telegram.settings import TelegramSettings
 from generic_framework.config import Settings
 from generic_framework.errors import ConfigError
 from generic_framework.limits import check_bind_host
@@ -290,11 +291,14 @@ def run(
     Raises:
         ConfigError: the host is invalid, binding beyond loopback without ``BOT_API_TOKEN``,
             another service uses the same SQLite database (:mod:`~.sole`: several replicas
-            need ``DATABASE_URL``), the address cannot be bound
+            need ``DATABASE_URL``), a ``TELEGRAM_*`` setting is invalid (the webhook's URL
+            without its secret, or no token), the address cannot be bound
             (:func:`~generic_framework.listening.listen`), or a persona file or setting is
             invalid.
     """
     settings.register_secrets()  # the key, token and password: never in a log line or body
+    telegram = TelegramSettings()  # TELEGRAM_*: the bot's webhook, when both are set
+    telegram.register_secrets()
     host = _checked_host(host if host is not None else settings.bot_host)
     port = port if port is not None else settings.bot_port
     check_bind(settings, host)
@@ -307,17 +311,24 @@ def run(
         else sole_sqlite_service(settings.database_path)
     )
     with sole:
-        _run(settings, host, port, offline_notice)
+        _run(settings, host, port, offline_notice, telegram if telegram.webhook else None)
 
 
-def _run(settings: Settings, host: str, port: int, offline_notice: str | None) -> None:
+def _run(
+    settings: Settings,
+    host: str,
+    port: int,
+    offline_notice: str | None,
+    telegram: TelegramSettings | None,
+) -> None:
     sockets = listen(host, port)  # a taken port fails here, before the app is built
     try:
         configure_logging(settings.log_level, settings.log_format)
         setup_tracing(os.environ)  # the entry point: OpenTelemetry reads its own variables
         if offline_notice is not None:
             logger.warning("%s", offline_notice)
-        app = create_app(settings, environ=os.environ, offline=offline_notice is not None)
+        offline = offline_notice is not None
+        app = create_app(settings, environ=os.environ, offline=offline, telegram=telegram)
         config = uvicorn_config(app, settings, host, port)
         state: ServiceState = app.state.service
         server = DrainingServer(config, state.drain, settings.bot_drain_delay)

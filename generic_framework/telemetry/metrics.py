@@ -194,6 +194,9 @@ _SPECS: tuple[tuple[str, str, str, tuple[str, ...], tuple[float, ...]], ...] = (
     ("context_overflows", "counter", "Model calls refused as too long for the context window "
      "(1261), by outcome (trimmed: sent again without the oldest history turns; failed: "
      "still too long, or no history to drop).", ("persona", "outcome"), ()),
+    ("telegram_updates", "counter", "Telegram updates by outcome (received: every update "
+     "taken in; answered: a turn or a command answered; refused: a stranger, a limit or a "
+     "message that is not text; failed: no answer could be made or sent).", ("outcome",), ()),
 )  # fmt: skip
 
 
@@ -227,6 +230,7 @@ class Metrics:
         self._upstream_seconds = f["upstream_request_duration_seconds"]
         self._retries = f["upstream_retries"]
         self._overflows = f["context_overflows"]
+        self._telegram = f["telegram_updates"]
         self._reachable: float | None = None
         if registry is not None:
             self._registry = self._register(registry)
@@ -335,6 +339,12 @@ class Metrics:
         ):
             if count:
                 self._tokens.child(persona, model, kind).inc(count)
+
+    # ------------------------------------------------------------------ chat platforms
+
+    def telegram_update(self, outcome: str) -> None:
+        """A Telegram update was ``received``, ``answered``, ``refused`` or ``failed``."""
+        self._telegram.child(outcome).inc()
 
     # ------------------------------------------------------------------ exposition
 

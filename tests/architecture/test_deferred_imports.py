@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
         "generic_framework.cli.mock",
         "generic_framework.cli.personas",
         "generic_framework.cli.serve",
+        "generic_framework.cli.telegram",
         "generic_framework.cli.usage",
         "generic_framework.cli.users",
         "generic_framework.store.users",  # the limits of users add and keys create
@@ -43,6 +44,8 @@ ALLOWED: dict[str, set[str]] = {
     "core/resources.py": {"generic_framework.store.postgres_slots"},
     "runtime.py": {"generic_framework.core.loader"},
     "service/info.py": {"generic_framework.mock"},
+    # python-telegram-bot: only for a service that receives a Telegram bot's webhook.
+    "service/app.py": {"generic_framework.chats.telegram.webhook"},
     "service/sole.py": {"fcntl"},  # POSIX only: elsewhere no lock file, as before
     "mock/server.py": {"generic_framework.telemetry.logs"},  # only when serving
     "service/errors.py": {"generic_framework.mock.catalog"},  # an unrecorded question only
