@@ -8,13 +8,15 @@ sessions) under the bot of :mod:`generic_framework.chats.telegram`. Without an A
 process receives the bot's updates (Telegram's 409 Conflict, or a webhook set): starting again
 would fail the same way (and a restarted poller would cut the other one off each time), so the
 compose service waits to be stopped on exit 2 instead of restarting; 1 when Telegram cannot be
-reached at start; 0 when stopped by SIGTERM or Ctrl-C.
+reached at start; 0 when stopped by SIGTERM or Ctrl-C. With ``TELEGRAM_METRICS_PORT`` the
+process serves its Prometheus metrics (the runtime's registry) on ``BOT_HOST`` at that port.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from telegram.error import InvalidToken, TelegramError
 
@@ -34,6 +36,7 @@ from generic_framework.cli.offline import offline_notice, upstream
 from generic_framework.config import Settings
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.redaction import redact
+from generic_framework.runtime import Runtime
 from generic_framework.telemetry.logs import configure_logging
 
 __all__ = ["run_telegram"]
@@ -66,7 +69,8 @@ async def _serve(
         await runtime.store.open()
         bot = TelegramBot(runtime, telegram, polling=True, offline=offline)
         try:
-            outcome = await poll(bot)
+            with _metrics_served(runtime, settings.bot_host, telegram.telegram_metrics_port):
+                outcome = await poll(bot)
         except InvalidToken:
             err("error: Telegram refused TELEGRAM_BOT_TOKEN: check it with @BotFather")
             return EXIT_USAGE
@@ -81,3 +85,24 @@ async def _serve(
         err(f"error: {outcome}")
         return EXIT_USAGE
     return EXIT_OK
+
+
+@contextmanager
+def _metrics_served(runtime: Runtime, host: str, port: int) -> Iterator[None]:
+    """The runtime's metrics at ``http://host:port/metrics`` while the bot polls (port 0: none).
+
+    prometheus-client's own threaded server: the polling process has no HTTP server to add a
+    route to, and scrapes must not wait on the event loop of the turns.
+    """
+    if not port:
+        yield
+        return
+    from prometheus_client import start_http_server
+
+    server, thread = start_http_server(port, host, registry=runtime.telemetry.metrics.registry)
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

@@ -10,13 +10,15 @@ key the bot answers from the embedded mock and says so.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from bot_processes import BUNDLED, OWNER, BotProcess, Process, bot_env, mock_process
 from fake_bot_api import FakeBotAPI
-from support import run_cli
+from support import free_port, run_cli
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -93,3 +95,31 @@ def test_without_an_api_key_the_embedded_mock_answers(
     assert offline == [
         "offline: no OPENAI_API_KEY set; answering from the embedded mock's recorded fixtures."
     ]
+
+
+def test_the_polling_process_serves_its_metrics_when_asked(
+    tmp_path: Path, mock: Process, fake_bot_api: FakeBotAPI
+) -> None:
+    port = free_port()
+    env = bot_env(tmp_path, mock, fake_bot_api, TELEGRAM_METRICS_PORT=str(port))
+    with BotProcess(env, tmp_path / "bot.log", fake_bot_api):
+        fake_bot_api.push(fake_bot_api.text("// what's the weather in Nanaimo?"))
+        fake_bot_api.push(fake_bot_api.text("hello", user_id=4242))
+        fake_bot_api.wait_for(lambda c: c.method == "sendMessage" and c.params["chat_id"] == 4242)
+        fake_bot_api.wait_for(
+            lambda c: c.method == "sendMessage" and "Nanaimo is mild" in c.params["text"]
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+            counted = {
+                outcome: f'generic_framework_telegram_updates_total{{outcome="{outcome}"}} ' in text
+                for outcome in ("received", "answered", "refused")
+            }
+            if all(counted.values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    assert counted == {"received": True, "answered": True, "refused": True}
+    assert 'outcome="received"} 2.0' in text
+    with pytest.raises(httpx.ConnectError):  # the server stopped with the bot
+        httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)

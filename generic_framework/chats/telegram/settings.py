@@ -15,6 +15,9 @@ empty variable counts as unset, an invalid value is a :class:`ConfigError` namin
 - ``TELEGRAM_WEBHOOK_URL`` and ``TELEGRAM_WEBHOOK_SECRET``: both set, ``serve`` receives the
   updates (for replicas) instead of a polling process.
 - ``TELEGRAM_EDIT_INTERVAL``: the least seconds between two edits of a live answer (1.5).
+- ``TELEGRAM_METRICS_PORT``: where the polling process serves its Prometheus metrics
+  (``GET /metrics`` on ``BOT_HOST``); 0, the default, serves none. A polling process has no HTTP
+  server of its own, and in webhook mode ``serve``'s ``/metrics`` has the same counters.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class TelegramSettings(BaseModel):
     telegram_webhook_url: str | None = None
     telegram_webhook_secret: SecretStr | None = None
     telegram_edit_interval: float = Field(default=1.5, ge=0.1, le=60, allow_inf_nan=False)
+    telegram_metrics_port: int = Field(default=0, ge=0, le=65535)
 
     def __init__(self, **values: Any) -> None:
         self._read(values, environment_values(type(self), os.environ))
