@@ -12,6 +12,7 @@ from fake_bot_api import FakeBotAPI
 from telegram import Bot
 
 from generic_framework.chats.telegram import live
+from generic_framework.chats.telegram.delivery import Delivery
 from generic_framework.chats.telegram.live import ChatRef, Drafts, LiveAnswer
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta
 from generic_framework.core.reply import Reply
@@ -81,3 +82,19 @@ async def test_a_private_draft_is_renewed_while_a_long_search_runs(
     drafts = [c.params["text"] for c in fake_bot_api.calls_to("sendMessageDraft")]
     assert drafts.count("Searching the web…") >= 3
     assert fake_bot_api.chat_messages(1001)[-1]["text"] == "It is sunny."
+
+
+async def test_a_refused_part_is_sent_again_as_plain_text_and_no_part_twice(
+    fake_bot_api: FakeBotAPI,
+) -> None:
+    chunks = ["<b>one</b> &amp; more", "<i>two</i>", "three <code>x &lt; y</code>"]
+    fake_bot_api.received(fake_bot_api.text("hi", chat_id=GROUP, chat_type="supergroup")["message"])
+    fake_bot_api.fail(
+        "sendMessage", status=400, description="Bad Request: can't parse entities: test"
+    )
+    async with Bot(fake_bot_api.token, base_url=f"{fake_bot_api.base_url}/bot") as bot:
+        await live.send_chunks(bot, Delivery(), ChatRef(GROUP), chunks, first_into=None)
+    shown = [m["text"] for m in fake_bot_api.chat_messages(GROUP) if m["from"]["is_bot"]]
+    assert shown == ["one & more", "two", "three x < y"]
+    sent = [c for c in fake_bot_api.calls_to("sendMessage") if c.status == 200]
+    assert [c.params.get("parse_mode") for c in sent] == [None, "HTML", "HTML"]

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import logging
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -29,7 +31,6 @@ from telegram.error import BadRequest, EndPointNotFound, InvalidToken
 
 from generic_framework.chats.telegram.delivery import Delivery
 from generic_framework.chats.telegram.formatting import (
-    MESSAGE_LIMIT,
     escape,
     render_answer,
     render_draft,
@@ -45,9 +46,11 @@ __all__ = [
     "Drafts",
     "LiveAnswer",
     "send_chunks",
+    "visible_text",
 ]
 
 logger = logging.getLogger("generic_framework.telegram")
+_TAG = re.compile(r"<[^>]*>")
 
 TYPING_EVERY = 4.0
 """Telegram shows a chat action for 5 s: it is renewed a little sooner."""
@@ -92,28 +95,51 @@ class Drafts:
 async def send_chunks(
     bot: Bot, delivery: Delivery, chat: ChatRef, chunks: list[str], *, first_into: int | None
 ) -> None:
-    """Send HTML ``chunks``; with ``first_into`` the first one replaces that message's text."""
+    """Send HTML ``chunks``; with ``first_into`` the first one replaces that message's text.
+
+    A chunk whose formatting the server refuses is sent again as its visible text alone, in
+    the same place: the chunks before it are not sent twice and the ones after it still go.
+    """
     for index, chunk in enumerate(chunks):
-        if index == 0 and first_into is not None:
-            edit = partial(
-                bot.edit_message_text,
-                chunk,
-                chat_id=chat.chat_id,
-                message_id=first_into,
-                parse_mode=ParseMode.HTML,
-                link_preview_options=NO_PREVIEW,
-            )
-            await delivery.send("editMessageText", edit)
-            continue
-        send = partial(
-            bot.send_message,
-            chat.chat_id,
-            chunk,
-            parse_mode=ParseMode.HTML,
+        into = first_into if index == 0 else None
+        try:
+            await _send_chunk(bot, delivery, chat, chunk, into=into, html=True)
+        except BadRequest as exc:
+            logger.warning("a formatted part was refused (%s); sending it as plain text", exc)
+            await _send_chunk(bot, delivery, chat, visible_text(chunk), into=into, html=False)
+
+
+async def _send_chunk(
+    bot: Bot, delivery: Delivery, chat: ChatRef, text: str, *, into: int | None, html: bool
+) -> None:
+    mode = ParseMode.HTML if html else None
+    if into is not None:
+        edit = partial(
+            bot.edit_message_text,
+            text,
+            chat_id=chat.chat_id,
+            message_id=into,
+            parse_mode=mode,
             link_preview_options=NO_PREVIEW,
-            message_thread_id=chat.thread_id,
         )
-        await delivery.send("sendMessage", send)
+        await delivery.send("editMessageText", edit)
+        return
+    send = partial(
+        bot.send_message,
+        chat.chat_id,
+        text,
+        parse_mode=mode,
+        link_preview_options=NO_PREVIEW,
+        message_thread_id=chat.thread_id,
+    )
+    await delivery.send("sendMessage", send)
+
+
+def visible_text(chunk: str) -> str:
+    """What a chunk of :func:`~generic_framework.chats.telegram.formatting.render_answer` shows,
+    without its tags. Its tags are our renderer's own and its text is escaped (no ``<`` in it),
+    so removing every ``<...>`` and unescaping gives exactly the text Telegram would show."""
+    return html.unescape(_TAG.sub("", chunk)) or "…"
 
 
 class LiveAnswer:
@@ -182,22 +208,7 @@ class LiveAnswer:
         """Send ``reply`` formatted; the live message (edit mode) becomes its first part."""
         chunks = render_answer(reply.content, reply.citations) or ["…"]
         first_into = None if self.use_drafts else self.message_id
-        try:
-            await send_chunks(self.bot, self.delivery, self.chat, chunks, first_into=first_into)
-        except BadRequest as exc:  # formatting the server refused: the plain text instead
-            logger.warning("the formatted answer was refused (%s); sending it as plain text", exc)
-            plain = [
-                reply.content[i : i + MESSAGE_LIMIT]
-                for i in range(0, len(reply.content), MESSAGE_LIMIT)
-            ]
-            for part in plain or ["…"]:
-                send = partial(
-                    self.bot.send_message,
-                    self.chat.chat_id,
-                    part,
-                    message_thread_id=self.chat.thread_id,
-                )
-                await self.delivery.send("sendMessage", send)
+        await send_chunks(self.bot, self.delivery, self.chat, chunks, first_into=first_into)
 
     async def fail(self, text: str) -> None:
         """Say ``text`` (a short apology) instead of the answer: in the live message when
