@@ -5,12 +5,14 @@ carries everything the turn is given (model, tool plan, system prompt and histor
 Each model answer becomes an explicit next step, :class:`RunTools` or :class:`Finish`
 (:func:`next_step`); tool results are returned by the round that produced them, never kept
 on the side for a later step to find. The loop ends with one :class:`TurnEnd` saying what the
-caller should store. Those step types live in :mod:`~generic_framework.core.steps` and the
-context-overflow retry's request and error in :mod:`~generic_framework.core.overflow`; both are
-re-exported or called from here, so this module is the loop alone. :class:`~generic_framework.core.persona.Persona` is a turn engine bound
+caller should store. :class:`~generic_framework.core.persona.Persona` is a turn engine bound
 to a runtime: ``Persona._call_llm`` (every model call, streamed or not) and
 ``Persona._handle_tool_calls`` (every tool round) are the seams, and a subclass overriding
 either drives ``respond()`` and ``stream()`` alike.
+
+This module is the loop and its seams alone: the step types are
+:mod:`~generic_framework.core.steps`'s (re-exported here), and the request and the error of the
+context-overflow retry are :mod:`~generic_framework.core.overflow`'s.
 """
 
 from __future__ import annotations
