@@ -1,9 +1,11 @@
-"""Small helpers that tests in several folders share: the CLI as a subprocess, the IPv6 loopback
-probe, polling, a recording upstream budget."""
+"""Small helpers that tests in several folders share: the CLI as a subprocess (run to its end, or
+a server started in the background and waited for), the IPv6 loopback probe, polling, a
+recording upstream budget."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from generic_framework.wire.slots import SlotLease
@@ -38,6 +41,59 @@ def run_cli(
         timeout=timeout,
         check=False,
     )
+
+
+def start_cli(
+    args: list[str], env: dict[str, str], *, cwd: Path | None = None, **streams: Any
+) -> subprocess.Popen[Any]:
+    """``python -m generic_framework ARGS`` started in the background (a server: ``serve``,
+    ``mock``); ``streams`` are :class:`subprocess.Popen`'s (``stdout``, ``stderr``, ``text``).
+    The caller stops it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "generic_framework", *args], env=env, cwd=cwd or ROOT, **streams
+    )
+
+
+def healthy(url: str) -> bool:
+    """Whether the server at ``url`` answers ``/healthz`` with 200 now."""
+    try:
+        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def wait_healthy(proc: subprocess.Popen[Any], url: str, *, seconds: float = 30.0) -> bool:
+    """Wait for the server ``proc`` runs at ``url`` (a port chosen before it started) to answer
+    ``/healthz``: False when the process exits first or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        if healthy(url):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def wait_logged_port(
+    proc: subprocess.Popen[Any],
+    log: Path,
+    *,
+    host: str = "127.0.0.1",
+    offset: int = 0,
+    seconds: float = 20.0,
+) -> int | None:
+    """The port of a server started on port 0, read from uvicorn's start-up line in ``log``
+    (after byte ``offset``: a log shared by restarts) once ``/healthz`` answers there; None when
+    the process exits first or ``seconds`` pass. ``host`` as a URL writes it (``[::1]``)."""
+    running = re.compile(rb"Uvicorn running on http://" + re.escape(host.encode()) + rb":(\d+)")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = running.search(log.read_bytes()[offset:])
+        if found and healthy(f"http://{host}:{found.group(1).decode()}"):
+            return int(found.group(1))
+        if proc.poll() is not None:
+            return None
+        time.sleep(0.05)
+    return None
 
 
 def free_port() -> int:

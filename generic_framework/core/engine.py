@@ -9,6 +9,10 @@ caller should store. :class:`~generic_framework.core.persona.Persona` is a turn 
 to a runtime: ``Persona._call_llm`` (every model call, streamed or not) and
 ``Persona._handle_tool_calls`` (every tool round) are the seams, and a subclass overriding
 either drives ``respond()`` and ``stream()`` alike.
+
+This module is the loop and its seams alone: the step types are
+:mod:`~generic_framework.core.steps`'s (re-exported here), and the request and the error of the
+context-overflow retry are :mod:`~generic_framework.core.overflow`'s.
 """
 
 from __future__ import annotations
@@ -16,7 +20,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
@@ -28,9 +31,10 @@ from generic_framework.core.options import (
     is_function_call,
     with_content,
 )
-from generic_framework.core.overflow import drop_oldest_turns
-from generic_framework.core.reply import Reply, ToolResult
+from generic_framework.core.overflow import too_long, without_oldest_turns
+from generic_framework.core.reply import ToolResult
 from generic_framework.core.spec import ResolvedSpec
+from generic_framework.core.steps import Finish, RunTools, ToolRound, TurnEnd, next_step
 from generic_framework.core.tooling import (
     BUILTIN_SEARCH_CONFIRMATION,
     CallOutcome,
@@ -53,7 +57,7 @@ from generic_framework.wire.messages import (
     UserMessage,
     WebSearchToolSpec,
 )
-from generic_framework.wire.profiles import profile_for, shape_request
+from generic_framework.wire.profiles import shape_request
 
 __all__ = [
     "BUILTIN_SEARCH_CONFIRMATION",
@@ -75,53 +79,6 @@ FORCED_ANSWER_INSTRUCTION = (
     "Answer the question above now, using only the information you already have, and say "
     "briefly if something could not be checked."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class RunTools:
-    """Next step: answer the tool calls of the completion's message, then call again."""
-
-    completion: ChatCompletion
-
-    @property
-    def message(self) -> AssistantMessage:
-        """The assistant message carrying the calls."""
-        return self.completion.message
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """Next step: the turn ends with this completion's text."""
-
-    completion: ChatCompletion
-
-
-def next_step(completion: ChatCompletion, *, tools_offered: bool) -> RunTools | Finish:
-    """What a model answer asks for.
-
-    Tool calls are run only when tools were offered and the answer did not stop for
-    ``length`` (a cut-off answer's calls may be incomplete); otherwise the turn finishes and
-    any tool calls in the answer are dropped.
-    """
-    message = completion.message
-    if tools_offered and message.tool_calls and completion.finish_reason != "length":
-        return RunTools(completion)
-    return Finish(completion)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolRound:
-    """What :meth:`TurnEngine._handle_tool_calls` hands back last: one result per call."""
-
-    results: list[ToolResult]
-
-
-@dataclass(frozen=True, slots=True)
-class TurnEnd:
-    """The loop's last item: the reply, and whether the turn's messages are to be stored."""
-
-    reply: Reply
-    store: bool
 
 
 class TurnEngine:
@@ -429,36 +386,13 @@ class TurnEngine:
         except ContextTooLongError as exc:
             if sent:
                 raise
-            shorter = self._without_oldest_turns(request, turn, exc)
+            shorter = without_oldest_turns(request, turn, exc)
         try:
             async for item in _answer(turn, shorter, stream=stream):
                 yield item
         except ContextTooLongError as exc:
             turn.watch.context_overflow("failed")
-            raise _too_long(shorter.model, exc, trimmed=True) from exc
-
-    def _without_oldest_turns(
-        self, request: ChatRequest, turn: Turn, exc: ContextTooLongError
-    ) -> ChatRequest:
-        """``request`` without the oldest history turns; raises ``exc`` reworded when there
-        are none to drop."""
-        carried = len(turn.prefix)
-        same = all(a is b for a, b in zip(request.messages, turn.prefix, strict=False))
-        prefix, dropped = drop_oldest_turns(turn.prefix)
-        if not dropped or not same or len(request.messages) < carried:
-            turn.watch.context_overflow("failed")
-            raise _too_long(request.model, exc, trimmed=False) from exc
-        turn.watch.context_overflow("trimmed")
-        logger.warning(
-            "%s: the call was too long for %s (1261); sending it again without the %d oldest "
-            "of its history turns",
-            turn.persona,
-            request.model,
-            dropped,
-        )
-        rest = request.messages[carried:]
-        turn.prefix[:] = prefix  # the turn's later rounds send the shorter history too
-        return request.model_copy(update={"messages": [*prefix, *rest]})
+            raise too_long(shorter.model, exc, trimmed=True) from exc
 
     async def _handle_tool_calls(
         self, message: AssistantMessage, turn: Turn
@@ -519,25 +453,3 @@ async def _answer(
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
-
-
-def _too_long(model: str, exc: ContextTooLongError, *, trimmed: bool) -> ContextTooLongError:
-    """The error a turn ends with when its call does not fit the model's context window."""
-    profile = profile_for(model, warn=False)
-    window = f" ({profile.context_window // 1024}K tokens)" if profile is not None else ""
-    if trimmed:
-        text = (
-            f"the conversation is too long for {model}'s context window{window} even without "
-            "its oldest turns: start a new conversation, or lower HISTORY_TURNS"
-        )
-    else:
-        text = (
-            f"the message is too long for {model}'s context window{window}, with no earlier "
-            "turn left to drop: shorten it"
-        )
-    return ContextTooLongError(
-        f"{text} (the upstream said: {exc.message})",
-        status_code=exc.status_code,
-        code=exc.code,
-        request_id=exc.request_id,
-    )

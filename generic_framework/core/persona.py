@@ -7,13 +7,15 @@ store and locks keep conversations. ``respond()`` and ``stream()`` share one pat
 :meth:`Persona._run_turn`: parse ``//``, add the tools of the persona's MCP servers when the turn
 offers tools (the runtime starts the servers on first use), take the conversation's lock (this
 process's, then the store's: across replicas on PostgreSQL), load the history, run the loop,
-store the turn whole with its record, then ``Done``.
+store the turn whole with its record, then ``Done``. Which tools a turn offers (the ``//``
+switch, the caller's tools, the MCP servers' tools) is :mod:`~generic_framework.core.turn_plans`'s
+to decide; ``WEB_PREFIX``, ``ASK_FOR_QUESTION`` and ``as_stored`` are re-exported from there.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Iterable, Sequence
 from contextlib import aclosing
 from types import TracebackType
 from typing import Any, Self
@@ -39,13 +41,15 @@ from generic_framework.core.spec import (
     ParameterRule,
     PersonaSpec,
 )
-from generic_framework.core.tooling import (
-    ToolPlan,
-    build_plans,
-    reserved_names,
-    with_tools,
-)
+from generic_framework.core.tooling import ToolPlan
 from generic_framework.core.turn import Turn, turn_record
+from generic_framework.core.turn_plans import (
+    ASK_FOR_MESSAGE,
+    ASK_FOR_QUESTION,
+    WEB_PREFIX,
+    TurnPlans,
+    as_stored,
+)
 from generic_framework.errors import ToolLoopError
 from generic_framework.limits import check_text
 from generic_framework.mcp_tools.spec import MCPServerSpec
@@ -55,16 +59,12 @@ from generic_framework.store.users import (
     check_conversation_key,
     pseudonym,
 )
-from generic_framework.tools.base import FunctionTool, Tool
-from generic_framework.tools.reader import ReadFunction, has_url, make_reader_tool
-from generic_framework.tools.search import SearchFunction
+from generic_framework.tools.base import FunctionTool
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.messages import (
-    AssistantMessage,
     Message,
     SystemMessage,
     Thinking,
-    ToolSpec,
     UserMessage,
 )
 
@@ -80,35 +80,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("generic_framework.persona")
-
-WEB_PREFIX = "//"
-"""A message starting with this (after leading whitespace) is a web query."""
-
-ASK_FOR_QUESTION = "Please write a question after //, for example: // weather in Nanaimo today"
-ASK_FOR_MESSAGE = "Please write a message."
-
-
-def as_stored(messages: Sequence[Message]) -> tuple[Message, ...]:
-    """A caller's earlier messages as a stored history holds them: a ``//`` question is
-    stored as the question alone (the prefix is the user's switch, not part of the question),
-    and a bare ``//`` was never stored, nor the request for a question that answered it."""
-    kept: list[Message] = []
-    skip_answer = False
-    for message in messages:
-        if skip_answer and isinstance(message, AssistantMessage):
-            skip_answer = False
-            continue
-        skip_answer = False
-        content = message.content if isinstance(message, UserMessage) else None
-        if isinstance(content, str) and content.lstrip().startswith(WEB_PREFIX):
-            question = content.lstrip()[len(WEB_PREFIX) :].strip()
-            if not question:
-                skip_answer = True
-                continue
-            kept.append(UserMessage(content=question))
-        else:
-            kept.append(message)
-    return tuple(kept)
 
 
 def _upstream_user(caller: Caller | None, options: TurnOptions) -> str | None:
@@ -220,32 +191,7 @@ class Persona(TurnEngine):
         super().__init__(resolved, tool_timeout=config.tool_timeout, keep_reasoning=keep)
         self.tools = tools
         self.runtime.mcp.check(spec.mcp_servers, source=f"persona {spec.name!r}")
-        self._plain_plan, self._web_plan = build_plans(
-            spec.name,
-            tools,
-            resolved.web_search,
-            self._search_source(resolved.web_search),
-            tools_always=spec.tools_always,
-        )
-        # ``read_url`` joins the web plan on // messages holding a URL (client and mcp modes).
-        self._read_plan: ToolPlan | None = None
-        if resolved.web_search.mode in ("client", "mcp"):
-            reader = make_reader_tool(self._read_source(resolved.web_search))
-            self._read_plan = with_tools(self._web_plan, [reader])
-        # Keyed on the tool objects themselves (held by the key, so never reused for others).
-        self._mcp_plans: dict[tuple[bool, bool, tuple[Tool, ...]], ToolPlan] = {}
-
-    def _search_source(self, search: WebSearch) -> Callable[[], SearchFunction]:
-        """Where ``search_web`` searches: the Web Search API, or the Web Search MCP server."""
-        if search.mode == "mcp":
-            return lambda: self.runtime.mcp.web_search
-        return lambda: self.runtime.client.web_search
-
-    def _read_source(self, search: WebSearch) -> Callable[[], ReadFunction]:
-        """Where ``read_url`` reads: the Web Reader API, or the Web Reader MCP server."""
-        if search.mode == "mcp":
-            return lambda: self.runtime.mcp.read_url
-        return lambda: self.runtime.client.read_url
+        self._plans = TurnPlans(resolved, tools, self.runtime)
 
     def __repr__(self) -> str:
         return f"Persona(name={self.name!r}, model={self.model!r}, tools={len(self.tools)})"
@@ -465,12 +411,12 @@ class Persona(TurnEngine):
         """Parse the message, run the loop under the conversation's lock, store, then Done."""
         options = options or NO_OPTIONS
         foreign = self._checked(text, conversation_id, history, options)
-        query, plan = self._parse(text)
+        query, plan = self._plans.parse(text)
         if not query:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
             yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
             return
-        plan = await self._turn_plan(plan, options)
+        plan = await self._plans.for_turn(plan, options)
         end: TurnEnd | None = None
         watch = self._watch(plan, conversation_id, caller, stream=stream)
         try:
@@ -498,22 +444,6 @@ class Persona(TurnEngine):
             watch.finished(end.reply.stop_reason)
             yield Done(end.reply)
 
-    async def _turn_plan(self, plan: ToolPlan, options: TurnOptions) -> ToolPlan:
-        """The plan of the turn: the caller's tools, or the persona's with its MCP tools."""
-        web = plan is not self._plain_plan
-        if options.client_tools:
-            return self._client_plan(options, web=web)
-        return await self._with_mcp_tools(plan, web=web)
-
-    def _client_plan(self, options: TurnOptions, *, web: bool) -> ToolPlan:
-        """The plan of a turn with the caller's tools: those, beside the built-in web search
-        of a ``//`` turn; none of the persona's own functions (the caller runs every call)."""
-        specs: list[ToolSpec] = list(options.client_tools)
-        builtin = web and self.web_search.mode == "builtin"
-        if builtin:
-            specs.insert(0, self.web_search.to_spec())
-        return ToolPlan(specs, {}, builtin_search=builtin)
-
     def _watch(
         self, plan: ToolPlan, conversation_id: str | None, caller: Caller | None, *, stream: bool
     ) -> TurnWatch:
@@ -522,39 +452,6 @@ class Persona(TurnEngine):
         return TurnWatch(
             self.runtime.telemetry, self.spec, plan, conversation_id, stream=stream, user=user
         )
-
-    def _parse(self, text: str) -> tuple[str, ToolPlan]:
-        """``//`` after leading whitespace marks a web query: strip it, use the web plan (with
-        ``read_url`` when the query holds a URL and the mode offers the reader)."""
-        stripped = text.lstrip()
-        if stripped.startswith(WEB_PREFIX):
-            query = stripped[len(WEB_PREFIX) :].strip()
-            if self._read_plan is not None and has_url(query):
-                return query, self._read_plan
-            return query, self._web_plan
-        return text.strip(), self._plain_plan
-
-    async def _with_mcp_tools(self, plan: ToolPlan, *, web: bool) -> ToolPlan:
-        """The turn's plan with the MCP servers' tools, when the turn offers tools at all.
-
-        ``//`` turns offer them, and plain turns of a ``tools_always`` persona (never with
-        ``max_tool_rounds = 0``: no server is started for tools that are not offered). The plan
-        is cached per kind of turn and tuple of tool objects (the runtime hands out the same
-        tuple while the sessions and their tool lists last).
-        """
-        offers = web or self.spec.tools_always
-        if not self.spec.mcp_servers or not offers or self.max_tool_rounds == 0:
-            return plan
-        tools = await self.runtime.mcp.toolset(
-            self.spec.mcp_servers, reserved=reserved_names(plan), persona=self.name
-        )
-        key = (web, plan is self._read_plan, tuple(tools))
-        merged = self._mcp_plans.get(key)
-        if merged is None:
-            if len(self._mcp_plans) >= 64:
-                self._mcp_plans.clear()
-            merged = self._mcp_plans[key] = with_tools(plan, tools)
-        return merged
 
     def _new_turn(
         self,

@@ -4,7 +4,7 @@
   session-level advisory lock on the store's one dedicated connection (:mod:`~.postgres_locks`,
   docs/design/0314); the turn reads its history there (sent with the lock's try) and writes
   itself there (one statement, committed on its own, which also releases the conversation once
-  committed: :data:`_WRITE_AND_RELEASE`). A second replica
+  committed: :mod:`~.postgres_turns`). A second replica
   answering the same conversation retries its lock and then sees the first one's turn. A
   crashed replica's session ends and the server releases its locks: no timer of ours.
 - **A bounded pool** for everything else (lists, reads, ``delete``, ``db copy``): psycopg 3's
@@ -28,11 +28,10 @@ import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 from generic_framework.errors import ConfigError
-from generic_framework.store import postgres_keys
+from generic_framework.store import postgres_keys, postgres_turns
 from generic_framework.store.base import (
     ConversationDump,
     ConversationSummary,
@@ -47,12 +46,11 @@ from generic_framework.store.base import (
 from generic_framework.store.keys import PURGE_EVERY, Claim
 from generic_framework.store.postgres_chats import PostgresChats
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
-from generic_framework.store.postgres_locks import Hold, PostgresLocks, conversation_key
+from generic_framework.store.postgres_locks import Hold, PostgresLocks
 from generic_framework.store.postgres_reads import read_dump, read_page
-from generic_framework.store.postgres_rows import COLUMNS, MESSAGE, as_time, record_params
+from generic_framework.store.postgres_rows import as_time
 from generic_framework.store.postgres_schema import MIGRATIONS, migrate
 from generic_framework.store.postgres_users import PostgresUsers
-from generic_framework.store.sqlite_schema import RECORD_COLUMNS
 from generic_framework.store.users import check_conversation_key
 from generic_framework.wire.messages import Message
 
@@ -63,148 +61,6 @@ logger = logging.getLogger("generic_framework.store")
 POOL_TIMEOUT = 5.0
 """Seconds a request waits for a pooled connection, the default of ``DATABASE_POOL_TIMEOUT``:
 with PostgreSQL down, how long a request waits before its 503."""
-
-
-_MARKS = ", ".join(["%s"] * len(RECORD_COLUMNS))
-_INSERT_TURN = (
-    f"INSERT INTO turns (conversation_id, turn, persona, created_at, {COLUMNS})"  # noqa: S608
-    f" VALUES (%s, %s, %s, %s, {_MARKS})"
-)
-_INSERT_MESSAGE = (
-    "INSERT INTO messages (conversation_id, turn, seq, role, body) VALUES (%s, %s, %s, %s, %s)"
-)
-# A new turn in one statement: the counter raised (a new conversation's row made), the turn's
-# row and its messages (unnested from two arrays), all naming the turn by the counter's
-# RETURNING. One statement instead of three plus one per message (docs/TRIED.md). The two
-# arrays travel in binary (%b): the text form escapes every quote of every JSON body in Python,
-# about 70 us per five-message turn against 3 us.
-_TURN = (
-    "WITH c AS (INSERT INTO conversations (id, turns, created_at, updated_at)"  # noqa: S608
-    " VALUES (%s, 1, %s, %s) ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
-    " updated_at = EXCLUDED.updated_at RETURNING turns),"
-    f" t AS (INSERT INTO turns (conversation_id, turn, persona, created_at, {COLUMNS})"
-    f" VALUES (%s, (SELECT turns FROM c), %s, %s, {_MARKS})),"
-    " m AS (INSERT INTO messages (conversation_id, turn, seq, role, body)"
-    " SELECT %s, (SELECT turns FROM c), x.n - 1, x.role, x.body"
-    " FROM unnest(%b::text[], %b::text[]) WITH ORDINALITY AS x(role, body, n))"
-)
-_WRITE_TURN = _TURN + " SELECT turns FROM c"  # noqa: S608 - constants only
-# The same turn on the session holding the conversation, releasing the session's lock in the
-# same statement: it takes the conversation's transaction-level lock (granted at once: the
-# session holds the key already), then gives back the session-level one (the subquery with the
-# volatile call is evaluated first); the transaction-level lock lasts until the statement
-# commits. Another replica's try conflicts with either, so it gets the conversation only once
-# the turn is committed. One round trip instead of the write and then the unlock
-# (docs/TRIED.md).
-_WRITE_AND_RELEASE = (
-    _TURN + " SELECT (SELECT turns FROM c),"  # noqa: S608 - constants only
-    " (SELECT pg_advisory_unlock(%s) FROM (SELECT pg_advisory_xact_lock(%s)) AS l)"
-)
-_LOAD = (
-    "SELECT body FROM messages WHERE conversation_id = %s AND turn >"
-    " (SELECT turns FROM conversations WHERE id = %s) - %s ORDER BY turn, seq"
-)
-
-
-async def _lock(conn: Any, conversation_id: str) -> None:
-    """The conversation's lock for the transaction of a pooled connection (``delete``,
-    ``restore``): it waits for a turn holding the conversation on any replica."""
-    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (conversation_key(conversation_id),))
-
-
-async def _load(conn: Any, conversation_id: str, turns: int) -> list[Message]:
-    if turns <= 0:
-        return []
-    cursor = await conn.execute(_LOAD, (conversation_id, conversation_id, turns))
-    return _messages(await cursor.fetchall())
-
-
-def _messages(rows: Sequence[tuple[Any, ...]]) -> list[Message]:
-    return [MESSAGE.validate_json(body) for (body,) in rows]
-
-
-async def _write_turn(
-    conn: Any,
-    conversation_id: str,
-    turn: int,
-    persona: str,
-    created_at: datetime,
-    record: TurnRecord | None,
-    messages: Sequence[Message],
-) -> None:
-    params = [conversation_id, turn, persona, created_at, *record_params(record)]
-    await conn.execute(_INSERT_TURN, params)
-    async with conn.cursor() as cursor:
-        await cursor.executemany(
-            _INSERT_MESSAGE,
-            [
-                (conversation_id, turn, seq, m.role, m.model_dump_json(exclude_none=True))
-                for seq, m in enumerate(messages)
-            ],
-        )
-
-
-def _turn_params(
-    conversation_id: str,
-    persona: str,
-    messages: Sequence[Message],
-    record: TurnRecord | None,
-) -> list[Any]:
-    """The parameters of :data:`_WRITE_TURN` (the counter's update, the turn's row, its
-    messages)."""
-    check_conversation_key(conversation_id)
-    if not messages:
-        raise ValueError("a turn has at least one message")
-    now = datetime.now(UTC)
-    key = conversation_id
-    roles = [m.role for m in messages]
-    bodies = [m.model_dump_json(exclude_none=True) for m in messages]
-    return [key, now, now, key, persona, now, *record_params(record), key, roles, bodies]
-
-
-async def _append(
-    conn: Any,
-    conversation_id: str,
-    persona: str,
-    messages: Sequence[Message],
-    record: TurnRecord | None,
-) -> int:
-    """Insert a turn inside the pooled connection's open transaction and commit it.
-
-    The counter's update, the turn's row, its messages and the commit go in one pipeline:
-    one round trip to the server instead of four (docs/TRIED.md).
-    """
-    params = _turn_params(conversation_id, persona, messages, record)
-    async with conn.pipeline():
-        cursor = await conn.execute(_WRITE_TURN, params)
-        await conn.commit()
-    (turn,) = await cursor.fetchone()
-    return int(turn)
-
-
-async def _append_and_release(
-    conn: Any,
-    hold: Hold,
-    conversation_id: str,
-    persona: str,
-    messages: Sequence[Message],
-    record: TurnRecord | None,
-) -> int:
-    """On the session holding the conversation (autocommit): the turn in one statement, which
-    commits on its own and hands the session's lock over to its own transaction
-    (:data:`_WRITE_AND_RELEASE`), so the conversation is free once the turn is committed.
-
-    Not a pipeline of the write and the unlock: without a Sync between them the two would
-    share one implicit transaction and the unlock would come before the commit; an explicit
-    transaction in a pipeline cost more client CPU than a second round trip (docs/TRIED.md).
-    A write that fails rolls back; the session's lock, given back inside it or not, is
-    released by :meth:`PostgresLocks.release` (an unlock of a lock not held does nothing).
-    """
-    params = [*_turn_params(conversation_id, persona, messages, record), hold.key, hold.key]
-    cursor = await conn.execute(_WRITE_AND_RELEASE, params)
-    (turn, _) = await cursor.fetchone()
-    hold.released = True
-    return int(turn)
 
 
 class _Held:
@@ -225,8 +81,10 @@ class _Held:
             return []
         rows, self._hold.rows = self._hold.rows, None
         if rows is not None and turns == self._history:
-            return _messages(rows)
-        return await self._locks.run(self._hold, lambda conn: _load(conn, self._id, turns))
+            return postgres_turns.messages(rows)
+        return await self._locks.run(
+            self._hold, lambda conn: postgres_turns.load(conn, self._id, turns)
+        )
 
     async def append_turn(
         self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
@@ -234,7 +92,9 @@ class _Held:
         self._check()
         return await self._locks.run(
             self._hold,
-            lambda conn: _append_and_release(conn, self._hold, self._id, persona, messages, record),
+            lambda conn: postgres_turns.append_and_release(
+                conn, self._hold, self._id, persona, messages, record
+            ),
         )
 
     def _check(self) -> None:
@@ -333,7 +193,11 @@ class PostgresStore(PostgresUsers, PostgresChats):
         with no transaction open and no pooled connection taken meanwhile; the last
         ``history`` turns are read in the same round trip as the lock."""
         check_conversation_key(conversation_id)
-        read = (_LOAD, (conversation_id, conversation_id, history)) if history > 0 else None
+        read = (
+            (postgres_turns.LOAD_HISTORY, (conversation_id, conversation_id, history))
+            if history > 0
+            else None
+        )
         async with self._locks.hold(conversation_id, read) as hold:
             yield _Held(self._locks, hold, conversation_id, history)
 
@@ -342,7 +206,7 @@ class PostgresStore(PostgresUsers, PostgresChats):
         if turns <= 0:
             return []
         async with self._connection() as conn:
-            return await _load(conn, conversation_id, turns)
+            return await postgres_turns.load(conn, conversation_id, turns)
 
     async def append_turn(
         self,
@@ -354,8 +218,8 @@ class PostgresStore(PostgresUsers, PostgresChats):
         """Store one whole turn in one transaction (under the conversation's lock)."""
         check_conversation_key(conversation_id)
         async with self._connection() as conn:
-            await _lock(conn, conversation_id)
-            return await _append(conn, conversation_id, persona, messages, record)
+            await postgres_turns.lock_conversation(conn, conversation_id)
+            return await postgres_turns.append(conn, conversation_id, persona, messages, record)
 
     async def get(self, conversation_id: str) -> list[StoredMessage] | None:
         """Every stored message of a conversation, or ``None`` when it does not exist."""
@@ -376,7 +240,7 @@ class PostgresStore(PostgresUsers, PostgresChats):
     async def delete(self, conversation_id: str) -> bool:
         """Delete a conversation once no replica is running a turn of it; True if it existed."""
         async with self._connection() as conn:
-            await _lock(conn, conversation_id)
+            await postgres_turns.lock_conversation(conn, conversation_id)
             cursor = await conn.execute(
                 "DELETE FROM conversations WHERE id = %s", (conversation_id,)
             )
@@ -395,7 +259,7 @@ class PostgresStore(PostgresUsers, PostgresChats):
         """Remove the newest turn whole once no replica is running a turn of the conversation
         (the conversation with its only turn); True if there was one."""
         async with self._connection() as conn:
-            await _lock(conn, conversation_id)
+            await postgres_turns.lock_conversation(conn, conversation_id)
             cursor = await conn.execute(
                 "SELECT turns FROM conversations WHERE id = %s", (conversation_id,)
             )
@@ -444,7 +308,7 @@ class PostgresStore(PostgresUsers, PostgresChats):
         """
         check_conversation_key(dump.id)
         async with self._connection() as conn:
-            await _lock(conn, dump.id)
+            await postgres_turns.lock_conversation(conn, dump.id)
             cursor = await conn.execute("SELECT 1 FROM conversations WHERE id = %s", (dump.id,))
             if await cursor.fetchone():
                 raise ValueError(f"conversation {dump.id!r} already exists")
@@ -456,7 +320,9 @@ class PostgresStore(PostgresUsers, PostgresChats):
             )
             for t in dump.turns:
                 created = as_time(t.created_at)
-                await _write_turn(conn, dump.id, t.turn, t.persona, created, t.record, t.messages)
+                await postgres_turns.write_turn(
+                    conn, dump.id, t.turn, t.persona, created, t.record, t.messages
+                )
 
     async def schema_version(self) -> int:
         """How many of :data:`~.postgres_schema.MIGRATIONS` the database has applied."""

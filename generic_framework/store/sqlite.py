@@ -21,6 +21,9 @@
 - **A damaged or unusable file is a** :class:`~generic_framework.errors.ConfigError` naming
   the file and what to do, not a bare ``sqlite3`` traceback; the connection is dropped, so the
   next operation opens the file again once it was repaired or replaced.
+
+This module is the store itself: its connection, worker thread and the protocol's methods. The
+SQL they run on the conversation tables is :mod:`~.sqlite_conversations`'s.
 """
 
 from __future__ import annotations
@@ -30,15 +33,12 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import TypeAdapter
+from typing import TypeVar
 
 from generic_framework.errors import ConfigError
 from generic_framework.offload import Offload
-from generic_framework.store import sqlite_keys
+from generic_framework.store import sqlite_conversations, sqlite_keys
 from generic_framework.store.base import (
     ConversationDump,
     ConversationSummary,
@@ -48,18 +48,13 @@ from generic_framework.store.base import (
     TurnRecord,
     check_limit,
     check_title,
-    cursor_of,
     split_cursor,
-    title_of,
 )
 from generic_framework.store.keys import PURGE_EVERY, Claim
-from generic_framework.store.listing import LIST_SQL, TITLE_CUT, list_filter, message_text
 from generic_framework.store.sqlite_chats import SQLiteChats
 from generic_framework.store.sqlite_schema import (
     MIGRATIONS,
-    RECORD_COLUMNS,
     migrate,
-    record_from,
     record_values,
 )
 from generic_framework.store.sqlite_users import SQLiteUsers
@@ -69,7 +64,6 @@ from generic_framework.wire.messages import Message
 __all__ = ["MIGRATIONS", "SQLiteStore"]
 
 _T = TypeVar("_T")
-_MESSAGE: TypeAdapter[Message] = TypeAdapter(Message)
 _BUSY_TIMEOUT_MS = 10_000
 
 
@@ -99,10 +93,6 @@ _DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB"})
 _UNUSABLE = frozenset(
     {"SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL"}
 )
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 class _Held:
@@ -159,7 +149,7 @@ class SQLiteStore(SQLiteUsers, SQLiteChats):
         """The messages of the last ``turns`` turns, oldest first (empty for a new id)."""
         if turns <= 0:
             return []
-        return await self._offload.run(self._run, self._load, conversation_id, turns)
+        return await self._offload.run(self._run, sqlite_conversations.load, conversation_id, turns)
 
     async def append_turn(
         self,
@@ -175,7 +165,7 @@ class SQLiteStore(SQLiteUsers, SQLiteChats):
         bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in messages]
         values = record_values(record)
         return await self._offload.run(
-            self._run, self._append, conversation_id, persona, bodies, values
+            self._run, sqlite_conversations.append, conversation_id, persona, bodies, values
         )
 
     async def turns(self, conversation_id: str) -> list[StoredTurn] | None:
@@ -185,7 +175,7 @@ class SQLiteStore(SQLiteUsers, SQLiteChats):
 
     async def conversation_ids(self) -> list[str]:
         """Every conversation id, sorted."""
-        return await self._offload.run(self._run, self._ids)
+        return await self._offload.run(self._run, sqlite_conversations.ids)
 
     async def list_conversations(
         self, *, limit: int = 20, before: str | None = None, owner: str | None = None
@@ -199,11 +189,13 @@ class SQLiteStore(SQLiteUsers, SQLiteChats):
             # As stored: milliseconds (a cursor with finer time still sorts correctly as text).
             exact = "milliseconds" if stamp.microsecond % 1000 == 0 else "microseconds"
             after = (stamp.isoformat(timespec=exact), cid)
-        return await self._offload.run(self._run, _list, limit, after, owner)
+        return await self._offload.run(
+            self._run, sqlite_conversations.list_page, limit, after, owner
+        )
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:
         """Everything stored for a conversation, or ``None``."""
-        return await self._offload.run(self._run, self._dump, conversation_id)
+        return await self._offload.run(self._run, sqlite_conversations.dump, conversation_id)
 
     async def restore(self, dump: ConversationDump) -> None:
         """Write a dumped conversation as it was, in one transaction.
@@ -212,7 +204,7 @@ class SQLiteStore(SQLiteUsers, SQLiteChats):
             ValueError: the conversation already exists here.
         """
         check_conversation_key(dump.id)
-        await self._offload.run(self._run, self._restore, dump)
+        await self._offload.run(self._run, sqlite_conversations.restore, dump)
 
     async def schema_version(self) -> int:
         """How many of :data:`MIGRATIONS` this file has applied."""
@@ -222,20 +214,24 @@ class SQLiteStore(SQLiteUsers, SQLiteChats):
 
     async def get(self, conversation_id: str) -> list[StoredMessage] | None:
         """Every stored message of a conversation, or ``None`` when it does not exist."""
-        return await self._offload.run(self._run, self._get, conversation_id)
+        return await self._offload.run(self._run, sqlite_conversations.get, conversation_id)
 
     async def delete(self, conversation_id: str) -> bool:
         """Delete a conversation; True when it existed."""
-        return await self._offload.run(self._run, self._delete, conversation_id)
+        return await self._offload.run(self._run, sqlite_conversations.delete, conversation_id)
 
     async def rename(self, conversation_id: str, title: str) -> bool:
         """Give a conversation a title of its own; True when it exists."""
         text = check_title(title)
-        return await self._offload.run(self._run, _rename, conversation_id, text)
+        return await self._offload.run(
+            self._run, sqlite_conversations.rename, conversation_id, text
+        )
 
     async def delete_last_turn(self, conversation_id: str) -> bool:
         """Remove the newest turn whole (the conversation with its only turn); True if any."""
-        return await self._offload.run(self._run, _delete_last_turn, conversation_id)
+        return await self._offload.run(
+            self._run, sqlite_conversations.delete_last_turn, conversation_id
+        )
 
     # ------------------------------------------------------------------ idempotency keys
 
@@ -336,204 +332,3 @@ class SQLiteStore(SQLiteUsers, SQLiteChats):
             db.close()
             raise
         return db
-
-    @staticmethod
-    def _load(db: sqlite3.Connection, conversation_id: str, turns: int) -> list[Message]:
-        rows = db.execute(
-            "SELECT body FROM messages WHERE conversation_id = ?1 AND turn > "
-            "(SELECT turns FROM conversations WHERE id = ?1) - ?2 ORDER BY turn, seq",
-            (conversation_id, turns),
-        ).fetchall()
-        return [_MESSAGE.validate_json(body) for (body,) in rows]
-
-    @staticmethod
-    def _append(
-        db: sqlite3.Connection,
-        conversation_id: str,
-        persona: str,
-        bodies: list[tuple[str, str]],
-        values: tuple[Any, ...],
-    ) -> int:
-        now = _now()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            (turn,) = db.execute(
-                "INSERT INTO conversations (id, turns, created_at, updated_at)"
-                " VALUES (?1, 1, ?2, ?2)"
-                " ON CONFLICT (id) DO UPDATE SET turns = turns + 1, updated_at = ?2"
-                " RETURNING turns",
-                (conversation_id, now),
-            ).fetchone()
-            _insert_turn(db, conversation_id, turn, persona, now, values, bodies)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-        return int(turn)
-
-    @staticmethod
-    def _ids(db: sqlite3.Connection) -> list[str]:
-        return [row[0] for row in db.execute("SELECT id FROM conversations ORDER BY id")]
-
-    @staticmethod
-    def _dump(db: sqlite3.Connection, conversation_id: str) -> ConversationDump | None:
-        head = db.execute(
-            "SELECT created_at, updated_at, title FROM conversations WHERE id = ?",
-            (conversation_id,),
-        ).fetchone()
-        if head is None:
-            return None
-        columns = ", ".join(RECORD_COLUMNS)
-        rows = db.execute(
-            f"SELECT turn, persona, created_at, {columns} FROM turns"  # noqa: S608 - constants
-            " WHERE conversation_id = ? ORDER BY turn",
-            (conversation_id,),
-        ).fetchall()
-        bodies: dict[int, list[Message]] = {}
-        for turn, body in db.execute(
-            "SELECT turn, body FROM messages WHERE conversation_id = ? ORDER BY turn, seq",
-            (conversation_id,),
-        ):
-            bodies.setdefault(turn, []).append(_MESSAGE.validate_json(body))
-        turns = tuple(
-            StoredTurn(row[0], row[1], row[2], record_from(row[3:]), tuple(bodies.get(row[0], ())))
-            for row in rows
-        )
-        return ConversationDump(conversation_id, head[0], head[1], turns, head[2])
-
-    @staticmethod
-    def _restore(db: sqlite3.Connection, dump: ConversationDump) -> None:
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            if db.execute("SELECT 1 FROM conversations WHERE id = ?", (dump.id,)).fetchone():
-                raise ValueError(f"conversation {dump.id!r} already exists")
-            last = max((t.turn for t in dump.turns), default=0)
-            db.execute(
-                "INSERT INTO conversations (id, turns, created_at, updated_at, title)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (dump.id, last, dump.created_at, dump.updated_at, dump.title),
-            )
-            for t in dump.turns:
-                bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in t.messages]
-                values = record_values(t.record)
-                _insert_turn(db, dump.id, t.turn, t.persona, t.created_at, values, bodies)
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-
-    @staticmethod
-    def _get(db: sqlite3.Connection, conversation_id: str) -> list[StoredMessage] | None:
-        if db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone():
-            rows = db.execute(
-                "SELECT m.turn, t.persona, t.created_at, m.body FROM messages m JOIN turns t"
-                " ON t.conversation_id = m.conversation_id AND t.turn = m.turn"
-                " WHERE m.conversation_id = ? ORDER BY m.turn, m.seq",
-                (conversation_id,),
-            ).fetchall()
-            return [
-                StoredMessage(turn, persona, created, _MESSAGE.validate_json(body))
-                for turn, persona, created, body in rows
-            ]
-        return None
-
-    @staticmethod
-    def _delete(db: sqlite3.Connection, conversation_id: str) -> bool:
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            deleted = db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
-        return deleted.rowcount > 0
-
-
-def _insert_turn(
-    db: sqlite3.Connection,
-    conversation_id: str,
-    turn: int,
-    persona: str,
-    created_at: str,
-    values: tuple[Any, ...],
-    bodies: Sequence[tuple[str, str]],
-) -> None:
-    """Insert one turn's row (with its record) and its messages, inside the caller's
-    transaction."""
-    columns = ", ".join(RECORD_COLUMNS)
-    marks = ", ".join("?" * len(RECORD_COLUMNS))
-    db.execute(
-        f"INSERT INTO turns (conversation_id, turn, persona, created_at, {columns})"  # noqa: S608
-        f" VALUES (?, ?, ?, ?, {marks})",
-        (conversation_id, turn, persona, created_at, *values),
-    )
-    db.executemany(
-        "INSERT INTO messages (conversation_id, turn, seq, role, body) VALUES (?, ?, ?, ?, ?)",
-        [(conversation_id, turn, seq, role, body) for seq, (role, body) in enumerate(bodies)],
-    )
-
-
-def _list(
-    db: sqlite3.Connection, limit: int, after: tuple[str, str] | None, owner: str | None
-) -> list[ConversationSummary]:
-    where, params = list_filter(after, owner, "?")
-    sql = LIST_SQL.format(cut=TITLE_CUT, where=where, mark="?")
-    rows = db.execute(sql, (*params, limit)).fetchall()
-    return [
-        ConversationSummary(
-            id=cid,
-            persona=persona or "",
-            title=title or title_of(first if first is not None else _first_text(db, cid)),
-            created_at=created,
-            updated_at=updated,
-            turns=turns,
-            cursor=cursor_of(datetime.fromisoformat(updated), cid),
-        )
-        for cid, created, updated, turns, title, persona, first in rows
-    ]
-
-
-def _rename(db: sqlite3.Connection, conversation_id: str, title: str) -> bool:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        renamed = db.execute(
-            "UPDATE conversations SET title = ? WHERE id = ?", (title, conversation_id)
-        )
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-    return renamed.rowcount > 0
-
-
-def _delete_last_turn(db: sqlite3.Connection, conversation_id: str) -> bool:
-    """The newest turn's row goes, and its messages with it (ON DELETE CASCADE)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        row = db.execute(
-            "SELECT turns FROM conversations WHERE id = ?", (conversation_id,)
-        ).fetchone()
-        if row is not None and row[0] <= 1:
-            db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
-        elif row is not None:
-            db.execute(
-                "DELETE FROM turns WHERE conversation_id = ? AND turn = ?",
-                (conversation_id, row[0]),
-            )
-            db.execute(
-                "UPDATE conversations SET turns = turns - 1 WHERE id = ?", (conversation_id,)
-            )
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-    return row is not None
-
-
-def _first_text(db: sqlite3.Connection, conversation_id: str) -> str:
-    """The first stored message's text (for a first turn stored without a record)."""
-    row = db.execute(
-        "SELECT body FROM messages WHERE conversation_id = ? ORDER BY turn, seq LIMIT 1",
-        (conversation_id,),
-    ).fetchone()
-    return message_text(row[0]) if row else ""

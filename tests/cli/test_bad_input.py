@@ -8,17 +8,15 @@ counts requests: an input refused before the call must leave the count at zero.
 
 from __future__ import annotations
 
-import re
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from support import needs_ipv6_loopback
+from support import needs_ipv6_loopback, start_cli, wait_logged_port
 
 from generic_framework.cli.common import explain
 from generic_framework.config import Settings
@@ -270,21 +268,15 @@ def test_usage_errors_are_one_lowercase_error_line(
 def test_serve_on_a_bracketed_ipv6_loopback(env: dict[str, str], tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "generic_framework", "serve", "--host", "[::1]", "--port", "0"],
+        proc = start_cli(
+            ["serve", "--host", "[::1]", "--port", "0"],
+            {**env, "PYTHONUNBUFFERED": "1"},
             stdout=out,
             stderr=subprocess.STDOUT,
-            env={**env, "PYTHONUNBUFFERED": "1"},
-            cwd=ROOT,
         )
     try:
-        deadline = time.monotonic() + 20
-        while not (
-            found := re.search(rb"Uvicorn running on http://\[::1\]:(\d+)", log.read_bytes())
-        ):
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
-        port = int(found.group(1))
+        port = wait_logged_port(proc, log, host="[::1]")
+        assert port is not None, log.read_text()
         assert httpx.get(f"http://[::1]:{port}/healthz").json() == {"status": "ok"}
     finally:
         proc.terminate()

@@ -8,22 +8,18 @@ Every command runs as a subprocess; whatever it prints, on either stream, is sea
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
-from support import run_cli
+from support import free_port, run_cli, start_cli, wait_healthy
 
 pytestmark = pytest.mark.e2e
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "Plain0badc0deSecret"
 IN_URL = "Other0badc0deInUrl"  # a secret of the MCP server's URL only, never registered
 BASE = "https://api.z.ai/api/paas/v4"
@@ -82,13 +78,8 @@ def test_the_configured_key_is_not_echoed_by_another_settings_error(env: dict[st
 
 
 def test_the_mock_never_logs_a_key_a_client_put_in_a_path(env: dict[str, str]) -> None:
-    mock = subprocess.Popen(
-        [sys.executable, "-m", "generic_framework", "mock", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        cwd=ROOT,
+    mock = start_cli(
+        ["mock", "--port", "0"], env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
         assert mock.stdout is not None
@@ -134,27 +125,10 @@ def echoing_upstream() -> Iterator[str]:
         server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_ready(url: str, service: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and service.poll() is None:
-        try:
-            httpx.get(f"{url}/healthz", timeout=1)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise AssertionError("serve did not start")
-
-
 def test_serve_never_logs_or_answers_with_the_key(
     env: dict[str, str], echoing_upstream: str
 ) -> None:
-    port = _free_port()
+    port = free_port()
     service_env = {
         **env,
         "OPENAI_API_KEY": SECRET,
@@ -163,17 +137,16 @@ def test_serve_never_logs_or_answers_with_the_key(
         "WEB_SEARCH_MCP_URL": f"https://mcp.invalid/mcp?{IN_URL}#{IN_URL}",
         "LOG_LEVEL": "DEBUG",
     }
-    service = subprocess.Popen(
-        [sys.executable, "-m", "generic_framework", "serve", "--port", str(port)],
+    service = start_cli(
+        ["serve", "--port", str(port)],
+        service_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=service_env,
-        cwd=ROOT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_ready(url, service)
+        assert wait_healthy(service, url), "serve did not start"
         answers = [
             httpx.post(
                 f"{url}/v1/chat/completions",

@@ -8,37 +8,26 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
-from support import free_port, run_cli
+from support import free_port, run_cli, start_cli, wait_healthy
 
 pytestmark = pytest.mark.e2e
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def start(env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "generic_framework", "serve", "--port", str(port)],
+    proc = start_cli(
+        ["serve", "--port", str(port)],
+        env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
-        cwd=ROOT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            httpx.get(f"{url}/healthz", timeout=1)
-            return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
+    if wait_healthy(proc, url):
+        return proc, url
     proc.kill()
     raise AssertionError(f"serve did not start: {proc.communicate()[1]}")
 
@@ -76,15 +65,7 @@ def test_services_with_their_own_data_dir_and_a_chat_beside_a_service_run(
         second, _ = start({**env, "DATA_DIR": str(tmp_path / "other")})
         second.terminate()
         second.communicate(timeout=30)
-        chat = subprocess.run(
-            [sys.executable, "-m", "generic_framework", "chat", "What is the capital of Canada?"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=ROOT,
-            timeout=60,
-            check=False,
-        )
+        chat = run_cli(["chat", "What is the capital of Canada?"], env)
         assert chat.returncode == 0, chat.stderr
     finally:
         first.terminate()

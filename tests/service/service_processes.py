@@ -1,18 +1,17 @@
 """Real servers for end-to-end tests: the mock Z.AI server and the bot service.
 
 Both are started through the CLI (``python -m generic_framework mock|serve``) on port 0; the
-port is read from uvicorn's start-up line. Output goes to a log file (a pipe nobody reads
-could fill up and stall the server); the log is shown when a start fails. An app built in the
-test runs under uvicorn in a thread instead (:func:`served_in_thread`).
+port is read from uvicorn's start-up line (``support.wait_logged_port``, shared with the CLI's
+tests). Output goes to a log file (a pipe nobody reads could fill up and stall the server); the
+log is shown when a start fails. An app built in the test runs under uvicorn in a thread instead
+(:func:`served_in_thread`).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -20,13 +19,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
-import httpx
 import uvicorn
+from support import start_cli, wait_logged_port
 
 REPO = Path(__file__).resolve().parents[2]
 PERSONAS = REPO / "personas"
 TOKEN = "e2e-token-5b1f0c9a7d"
-_RUNNING = re.compile(rb"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 
 
 class Process:
@@ -47,30 +45,15 @@ class Process:
     def start(self, timeout: float = 20.0) -> Process:
         offset = self.log.stat().st_size if self.log.exists() else 0
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "generic_framework", *self.args],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                cwd=self.cwd,
+            self.proc = start_cli(
+                self.args, self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT
             )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = _RUNNING.search(self.log.read_bytes()[offset:])
-            if found and self._healthy(int(found.group(1))):
-                self.port = int(found.group(1))
-                return self
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
+        port = wait_logged_port(self.proc, self.log, offset=offset, seconds=timeout)
+        if port is not None:
+            self.port = port
+            return self
         self.stop()
         raise AssertionError(f"{self.args[0]} did not start:\n{self.log.read_text()[-3000:]}")
-
-    def _healthy(self, port: int) -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs, exactly like a crash or an OOM kill."""

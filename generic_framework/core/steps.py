@@ -1,0 +1,66 @@
+"""The steps of the tool loop: what a model answer asks for, and what the loop hands back.
+
+:func:`next_step` reads one completion and names the next step explicitly, :class:`RunTools`
+or :class:`Finish`; a tool round ends with one :class:`ToolRound` (the results, in call order),
+and the loop ends with one :class:`TurnEnd` (the reply, and whether to store it). They are the
+vocabulary between :class:`~generic_framework.core.engine.TurnEngine`, its seam
+``_handle_tool_calls`` and :class:`~generic_framework.core.persona.Persona`, kept apart from the
+engine so that a subclass overriding a seam, or a test, reads them without the loop itself;
+``core.engine`` re-exports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generic_framework.core.reply import Reply, ToolResult
+from generic_framework.wire.messages import AssistantMessage, ChatCompletion
+
+__all__ = ["Finish", "RunTools", "ToolRound", "TurnEnd", "next_step"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunTools:
+    """Next step: answer the tool calls of the completion's message, then call again."""
+
+    completion: ChatCompletion
+
+    @property
+    def message(self) -> AssistantMessage:
+        """The assistant message carrying the calls."""
+        return self.completion.message
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Next step: the turn ends with this completion's text."""
+
+    completion: ChatCompletion
+
+
+def next_step(completion: ChatCompletion, *, tools_offered: bool) -> RunTools | Finish:
+    """What a model answer asks for.
+
+    Tool calls are run only when tools were offered and the answer did not stop for
+    ``length`` (a cut-off answer's calls may be incomplete); otherwise the turn finishes and
+    any tool calls in the answer are dropped.
+    """
+    message = completion.message
+    if tools_offered and message.tool_calls and completion.finish_reason != "length":
+        return RunTools(completion)
+    return Finish(completion)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRound:
+    """What :meth:`TurnEngine._handle_tool_calls` hands back last: one result per call."""
+
+    results: list[ToolResult]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """The loop's last item: the reply, and whether the turn's messages are to be stored."""
+
+    reply: Reply
+    store: bool
