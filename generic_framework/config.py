@@ -11,11 +11,10 @@ unset (``PERSONAS_DIR=`` means ``./personas``), as compose files and ``.env.exam
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, cast, get_args, get_origin
+from typing import Any, Literal, cast, get_args
 from urllib.parse import unquote, urlsplit
 
 from pydantic import (
@@ -29,6 +28,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from generic_framework.environment import environment_values
 from generic_framework.errors import ConfigError
 from generic_framework.limits import (
     BODY_BYTES_DEFAULT,
@@ -374,44 +374,6 @@ class Settings(BaseModel):
     def uses_postgres(self) -> bool:
         """True when ``DATABASE_URL`` selects PostgreSQL."""
         return self.database_url is not None
-
-
-def environment_values(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
-    """The fields' values found in ``environ``, keyed as the model validates them.
-
-    Names match case-insensitively; a field with aliases (``OPENAI_API_KEY``, ``ZAI_API_KEY``)
-    takes the first alias that is set, and never its field name (a generic ``API_KEY`` is not
-    ours); an empty variable counts as unset; a field of a structured type (list, dict, a
-    model...) is read as JSON. A plain pydantic model over ``os.environ`` instead of
-    pydantic-settings, whose sources load eagerly at import (docs/design/0704).
-    """
-    found = {name.lower(): value for name, value in environ.items() if value != ""}
-    values: dict[str, Any] = {}
-    for field, info in model.model_fields.items():
-        alias = info.validation_alias
-        names = alias.choices if isinstance(alias, AliasChoices) else [alias or field]
-        for name in names:
-            value = found.get(str(name).lower())
-            if value is not None:
-                values[str(name)] = _decoded(value, info.annotation)
-                break
-    return values
-
-
-def _decoded(value: str, annotation: Any) -> Any:
-    """``value`` as JSON when the field is structured (pydantic-settings' rule), else as is."""
-    kinds = [annotation, *get_args(annotation)]
-    structured = any(
-        get_origin(kind) in {list, dict, set, tuple, frozenset}
-        or (isinstance(kind, type) and issubclass(kind, BaseModel | list | dict | set | tuple))
-        for kind in kinds
-    )
-    if not structured:
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value  # the model's validation names the field and the value
 
 
 def _range(field: str) -> tuple[object, object] | None:

@@ -1,5 +1,5 @@
 """The ``generic-framework`` command line: chat, personas, serve, telegram, mock, record, replay,
-db, usage.
+db, usage, users, keys.
 
 Exit codes: 0 success; 1 an upstream or runtime error (one line on stderr says what to do);
 2 a usage or configuration error. This module only declares the commands; each one imports its
@@ -17,6 +17,8 @@ fast. The modules, none of which imports this one:
   :mod:`~generic_framework.cli.db_backup`: ``db backup`` and ``db restore``.
 - :mod:`~generic_framework.cli.usage`: ``usage``, from the stored turn records.
 - :mod:`~generic_framework.cli.telegram`: ``telegram``, the Telegram bot.
+- :mod:`~generic_framework.cli.accounts`: the ``users`` and ``keys`` groups' declarations
+  (:mod:`~generic_framework.cli.users` runs them).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import typer
 
 from generic_framework import __version__
 from generic_framework.cli._httpx_cli import defer_httpx_cli
+from generic_framework.cli.accounts import keys, users
+from generic_framework.cli.help import EPILOG as _EPILOG
 
 if TYPE_CHECKING:
     from generic_framework.usage import GroupBy
@@ -60,7 +64,6 @@ def _base_named(name: str) -> type[Exception]:
 
 _CLICK_ERROR = _base_named("ClickException")
 
-_EPILOG = "Exit codes: 0 success, 1 upstream or runtime error, 2 usage or configuration error."
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -427,138 +430,8 @@ def db_restore(
     raise typer.Exit(run_restore(source, target, replace))
 
 
-users = typer.Typer(
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    help="The people who may use the service (in the conversation database): add, list, set, "
-    "remove.",
-)
 app.add_typer(users, name="users")
-keys = typer.Typer(
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    help="Users' API keys (gfk_...): create, list, revoke.",
-)
 app.add_typer(keys, name="keys")
-
-_Rpm = Annotated[
-    int | None,
-    typer.Option("--rpm", min=0, max=2**31 - 1, help="Requests per minute (0: no limit)."),
-]
-_Tokens = Annotated[
-    int | None,
-    typer.Option("--daily-tokens", min=0, max=2**31 - 1, help="Tokens per UTC day (0: no limit)."),
-]
-_Searches = Annotated[
-    int | None,
-    typer.Option(
-        "--daily-searches", min=0, max=2**31 - 1, help="Web searches per UTC day (0: no limit)."
-    ),
-]
-_Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-
-
-def _changes(rpm: int | None, tokens: int | None, searches: int | None) -> dict[str, int | None]:
-    given = {"rpm": rpm, "daily_tokens": tokens, "daily_searches": searches}
-    return {name: value for name, value in given.items() if value is not None}
-
-
-@users.command("add", epilog=_EPILOG)
-def users_add(
-    name: Annotated[str, typer.Argument(help="The user's name (an e-mail address works).")],
-    admin: Annotated[bool, typer.Option("--admin", help="May act for others.")] = False,
-    rpm: _Rpm = None,
-    daily_tokens: _Tokens = None,
-    daily_searches: _Searches = None,
-    as_json: _Json = False,
-) -> None:
-    """Add a user (limits left out follow the BOT_DEFAULT_* settings)."""
-    from generic_framework.cli.users import run_users_add
-    from generic_framework.store.users import Limits
-
-    limits = Limits(rpm, daily_tokens, daily_searches)
-    raise typer.Exit(run_users_add(name, "admin" if admin else "user", limits, as_json))
-
-
-@users.command("set", epilog=_EPILOG)
-def users_set(
-    name: Annotated[str, typer.Argument(help="The user's name.")],
-    admin: Annotated[
-        bool | None, typer.Option("--admin/--user", help="Make an admin, or a user.")
-    ] = None,
-    rpm: _Rpm = None,
-    daily_tokens: _Tokens = None,
-    daily_searches: _Searches = None,
-) -> None:
-    """Change a user's role or limits; only the options given change."""
-    from generic_framework.cli.users import run_users_set
-
-    role = None if admin is None else ("admin" if admin else "user")
-    raise typer.Exit(
-        run_users_set(name, role, _changes(rpm, daily_tokens, daily_searches))  # type: ignore[arg-type]
-    )
-
-
-@users.command("list", epilog=_EPILOG)
-def users_list(as_json: _Json = False) -> None:
-    """Every user with role and limits."""
-    from generic_framework.cli.users import run_users_list
-
-    raise typer.Exit(run_users_list(as_json))
-
-
-@users.command("remove", epilog=_EPILOG)
-def users_remove(name: Annotated[str, typer.Argument(help="The user's name.")]) -> None:
-    """Remove a user with their keys and conversations."""
-    from generic_framework.cli.users import run_users_remove
-
-    raise typer.Exit(run_users_remove(name))
-
-
-@keys.command("create", epilog=_EPILOG)
-def keys_create(
-    user: Annotated[str, typer.Option("--user", help="Whose key (made when missing).")],
-    expires: Annotated[
-        float | None, typer.Option("--expires", help="Days until the key stops working.")
-    ] = None,
-    personas: Annotated[
-        str | None, typer.Option("--personas", help="Only these personas (a,b).")
-    ] = None,
-    rpm: _Rpm = None,
-    daily_tokens: _Tokens = None,
-    daily_searches: _Searches = None,
-    as_json: _Json = False,
-) -> None:
-    """Create a key; the last line of stdout is the key alone (shown once)."""
-    from generic_framework.cli.users import run_keys_create
-    from generic_framework.store.users import Limits
-
-    allowed = None
-    if personas is not None:
-        allowed = tuple(p.strip() for p in personas.split(",") if p.strip())
-    limits = Limits(rpm, daily_tokens, daily_searches)
-    raise typer.Exit(run_keys_create(user, expires, allowed, limits, as_json))
-
-
-@keys.command("list", epilog=_EPILOG)
-def keys_list(
-    user: Annotated[str | None, typer.Option("--user", help="Only this user's keys.")] = None,
-    as_json: _Json = False,
-) -> None:
-    """Keys (their ids and states; never a key)."""
-    from generic_framework.cli.users import run_keys_list
-
-    raise typer.Exit(run_keys_list(user, as_json))
-
-
-@keys.command("revoke", epilog=_EPILOG)
-def keys_revoke(
-    key: Annotated[str, typer.Argument(metavar="KEY_OR_ID", help="A key or its id.")],
-) -> None:
-    """Revoke a key: refused at once by every replica."""
-    from generic_framework.cli.users import run_keys_revoke
-
-    raise typer.Exit(run_keys_revoke(key))
 
 
 def main(argv: list[str] | None = None) -> None:

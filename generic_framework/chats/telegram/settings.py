@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from generic_framework.config import environment_values
+from generic_framework.environment import environment_values
 from generic_framework.errors import ConfigError
 from generic_framework.limits import BaseURL, wording
 from generic_framework.redaction import redact, register_secret
