@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from generic_framework.store.chats import (
     UPDATE_KEEP_SECONDS,
@@ -26,6 +26,7 @@ from generic_framework.store.chats import (
     check_update_id,
 )
 from generic_framework.store.keys import PURGE_EVERY
+from generic_framework.store.sqlite_keys import write_one
 
 if TYPE_CHECKING:
     import sqlite3
@@ -35,20 +36,9 @@ __all__ = ["SQLiteChats", "purge_updates"]
 _T = TypeVar("_T")
 
 
-def _write(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        changed = db.execute(sql, params).rowcount
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-    return int(changed)
-
-
 def purge_updates(db: sqlite3.Connection, keep: float = UPDATE_KEEP_SECONDS) -> int:
     """Forget the updates claimed more than ``keep`` seconds ago; how many."""
-    return _write(db, "DELETE FROM claimed_updates WHERE claimed_at < ?", (time.time() - keep,))
+    return write_one(db, "DELETE FROM claimed_updates WHERE claimed_at < ?", (time.time() - keep,))
 
 
 def _claim(db: sqlite3.Connection, platform: str, update_id: int) -> bool:
@@ -56,7 +46,7 @@ def _claim(db: sqlite3.Connection, platform: str, update_id: int) -> bool:
         "INSERT INTO claimed_updates (platform, update_id, claimed_at) VALUES (?, ?, ?)"
         " ON CONFLICT (platform, update_id) DO NOTHING"
     )
-    return _write(db, sql, (platform, update_id, time.time())) == 1
+    return write_one(db, sql, (platform, update_id, time.time())) == 1
 
 
 def _set(db: sqlite3.Connection, platform: str, chat: str, state: ChatState) -> None:
@@ -67,7 +57,7 @@ def _set(db: sqlite3.Connection, platform: str, chat: str, state: ChatState) -> 
         " updated_at = excluded.updated_at"
     )
     now = datetime.now(UTC).isoformat(timespec="milliseconds")
-    _write(db, sql, (platform, chat, state.conversation_id, state.persona, now))
+    write_one(db, sql, (platform, chat, state.conversation_id, state.persona, now))
 
 
 def _get(db: sqlite3.Connection, platform: str, chat: str) -> ChatState | None:

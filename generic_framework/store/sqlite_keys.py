@@ -15,7 +15,7 @@ from generic_framework.store.keys import Claim, new_token
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["claim", "finish", "purge", "release", "renew"]
+__all__ = ["claim", "finish", "purge", "release", "renew", "write_one"]
 
 _SELECT = (
     "SELECT fingerprint, state, lease_until, expires_at, status, content_type, body"
@@ -23,7 +23,9 @@ _SELECT = (
 )
 
 
-def _write(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
+def write_one(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
+    """``sql`` alone in one ``BEGIN IMMEDIATE`` transaction (rolled back on any error); the
+    rows it changed."""
     db.execute("BEGIN IMMEDIATE")
     try:
         changed = db.execute(sql, params).rowcount
@@ -90,7 +92,7 @@ def renew(db: sqlite3.Connection, caller: str, key: str, token: str, lease: floa
         "UPDATE idempotency_keys SET lease_until = ?"
         " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
     )
-    return _write(db, sql, (time.time() + lease, caller, key, token)) > 0
+    return write_one(db, sql, (time.time() + lease, caller, key, token)) > 0
 
 
 def finish(
@@ -107,7 +109,7 @@ def finish(
         "UPDATE idempotency_keys SET state = 'done', status = ?, content_type = ?, body = ?"
         " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
     )
-    return _write(db, sql, (status, content_type, body, caller, key, token)) > 0
+    return write_one(db, sql, (status, content_type, body, caller, key, token)) > 0
 
 
 def release(db: sqlite3.Connection, caller: str, key: str, token: str) -> None:
@@ -116,9 +118,9 @@ def release(db: sqlite3.Connection, caller: str, key: str, token: str) -> None:
         "DELETE FROM idempotency_keys"
         " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
     )
-    _write(db, sql, (caller, key, token))
+    write_one(db, sql, (caller, key, token))
 
 
 def purge(db: sqlite3.Connection) -> int:
     """Delete every expired key; return how many."""
-    return _write(db, "DELETE FROM idempotency_keys WHERE expires_at <= ?", (time.time(),))
+    return write_one(db, "DELETE FROM idempotency_keys WHERE expires_at <= ?", (time.time(),))
