@@ -12,7 +12,7 @@ the platform, like a trusted front's header), admitted and counted by
 from __future__ import annotations
 
 from generic_framework.quotas import Refusal
-from generic_framework.store.users import Caller, User, UserAdmin
+from generic_framework.store.users import Caller, User, UserAdmin, add_or_read
 
 __all__ = ["caller_for", "platform_user", "refusal_text", "user_name", "wait_words"]
 
@@ -30,12 +30,7 @@ async def platform_user(users: UserAdmin, platform: str, ident: int | str) -> Us
         RuntimeError: the user could neither be added nor read (a store fault).
     """
     name = user_name(platform, ident)
-    user = await users.user(name)
-    if user is None:
-        try:
-            user = await users.add_user(name)
-        except ValueError:  # added by another process meanwhile
-            user = await users.user(name)
+    user = await users.user(name) or (await add_or_read(users, name))[0]
     if user is None:
         raise RuntimeError(f"user {name} could not be added")
     return user

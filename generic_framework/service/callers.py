@@ -41,6 +41,7 @@ from generic_framework.store.users import (
     Caller,
     User,
     UserAdmin,
+    add_or_read,
     check_user_name,
     key_id_of,
     match_key,
@@ -155,11 +156,9 @@ class Authenticator:
             raise AuthError(f"the {self._header_name} header does not name a user: {exc}") from None
         user = await self._users.user(name)
         if user is None and self._auto_create:
-            try:
-                user = await self._users.add_user(name)
+            user, added = await add_or_read(self._users, name)
+            if added and user is not None:
                 logger.info("user %s created on first sign-on", user.id)
-            except ValueError:  # made by a request of another replica meanwhile
-                user = await self._users.user(name)
         if user is None:
             raise AuthError(
                 f"no user named {name!r}; an admin adds one (users add), or the service sets "

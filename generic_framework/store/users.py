@@ -44,6 +44,7 @@ __all__ = [
     "StoredKey",
     "User",
     "UserAdmin",
+    "add_or_read",
     "check_conversation_key",
     "check_user_name",
     "conversation_key",
@@ -399,3 +400,17 @@ class UserAdmin(Protocol):
     async def restore_accounts(self, dump: AccountsDump) -> int:
         """Add the users and keys this store lacks (by id); return how many were added."""
         ...
+
+
+async def add_or_read(users: UserAdmin, name: str) -> tuple[User | None, bool]:
+    """Add the user ``name`` with the defaults, or read it when another process (a replica, a
+    second bot) added it meanwhile: ``add_user`` refuses a taken name with ``ValueError``.
+
+    Returns:
+        The user (``None`` only if it could neither be added nor read) and whether this call
+        added it.
+    """
+    try:
+        return await users.add_user(name), True
+    except ValueError:
+        return await users.user(name), False
