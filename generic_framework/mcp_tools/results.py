@@ -13,9 +13,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from generic_framework.mcp_tools.connection import MCPFailure
 from generic_framework.tools.base import NO_OUTPUT
 
-__all__ = ["MAX_RESULT_CHARS", "block_text", "decode_json_text", "render_result"]
+__all__ = ["MAX_RESULT_CHARS", "block_text", "decode_json_text", "pick_tool", "render_result"]
 
 MAX_RESULT_CHARS = 50_000
 """Longer results are cut: a runaway server must not fill the model's context by itself."""
@@ -81,3 +82,19 @@ def decode_json_text(text: str) -> Any:
         except ValueError:
             break
     return value
+
+
+def pick_tool(tools: tuple[Any, ...], known: frozenset[str], server: str, kind: str) -> Any:
+    """The tool of a server's listing whose name is one of ``known`` (compared without ``_``,
+    ``-`` and case), else the listing's only tool.
+
+    Raises:
+        MCPFailure: none of the listed tools is one (named as ``server`` and ``kind`` say).
+    """
+    for listed in tools:
+        if listed.name.replace("_", "").replace("-", "").lower() in known:
+            return listed
+    if len(tools) == 1:
+        return tools[0]
+    names = ", ".join(listed.name for listed in tools) or "none"
+    raise MCPFailure(f"the {server} MCP server offers no {kind} tool (it lists: {names})")

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from generic_framework.mcp_tools.connection import MCPConnection, MCPFailure
-from generic_framework.mcp_tools.results import block_text, decode_json_text
+from generic_framework.mcp_tools.results import block_text, decode_json_text, pick_tool
 from generic_framework.tools.reader import PageRead
 
 __all__ = ["READER_SERVER_NAME", "WebReaderMCP", "find_reader_tool", "parse_page"]
@@ -31,13 +31,7 @@ def find_reader_tool(tools: tuple[Any, ...]) -> Any:
     Raises:
         MCPFailure: none of the listed tools reads pages.
     """
-    for listed in tools:
-        if listed.name.replace("_", "").replace("-", "").lower() in _KNOWN_NAMES:
-            return listed
-    if len(tools) == 1:
-        return tools[0]
-    names = ", ".join(listed.name for listed in tools) or "none"
-    raise MCPFailure(f"the web reader MCP server offers no reader tool (it lists: {names})")
+    return pick_tool(tools, _KNOWN_NAMES, "web reader", "reader")
 
 
 def _text(value: Any) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from generic_framework.mcp_tools.connection import MCPConnection, MCPFailure
-from generic_framework.mcp_tools.results import block_text, decode_json_text
+from generic_framework.mcp_tools.results import block_text, decode_json_text, pick_tool
 from generic_framework.tools.search import SearchHits
 from generic_framework.wire.messages import WebSearchResult
 
@@ -49,13 +49,7 @@ def find_search_tool(tools: tuple[Any, ...]) -> Any:
     Raises:
         MCPFailure: none of the listed tools is a web search tool.
     """
-    for tool in tools:
-        if tool.name.replace("_", "").replace("-", "").lower() in _KNOWN_NAMES:
-            return tool
-    if len(tools) == 1:
-        return tools[0]
-    names = ", ".join(tool.name for tool in tools) or "none"
-    raise MCPFailure(f"the web search MCP server offers no search tool (it lists: {names})")
+    return pick_tool(tools, _KNOWN_NAMES, "web search", "search")
 
 
 def search_arguments(schema: Any, query: str, **options: Any) -> dict[str, Any]:
