@@ -295,20 +295,25 @@ def validate_chat(body: Any, *, known_models: frozenset[str] | None = None) -> d
     return body
 
 
+def _with_text(body: Any, field: str) -> dict[str, Any]:
+    """``body`` if it is a JSON object whose ``field`` is a non-blank string (1210, else 1213)."""
+    if not isinstance(body, dict):
+        raise MockError(
+            400, "1210", "API request parameter is invalid: the body must be a JSON object"
+        )
+    value = body.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise MockError(400, "1213", f"The {field} parameter was not received.")
+    return body
+
+
 def validate_reader(body: Any) -> dict[str, Any]:
     """Check a Web Reader API body (``url`` is required).
 
     Raises:
         MockError: 400 with 1210 or 1213.
     """
-    if not isinstance(body, dict):
-        raise MockError(
-            400, "1210", "API request parameter is invalid: the body must be a JSON object"
-        )
-    url = body.get("url")
-    if not isinstance(url, str) or not url.strip():
-        raise MockError(400, "1213", "The url parameter was not received.")
-    return body
+    return _with_text(body, "url")
 
 
 def validate_web_search(body: Any) -> dict[str, Any]:
@@ -317,12 +322,6 @@ def validate_web_search(body: Any) -> dict[str, Any]:
     Raises:
         MockError: 400 with 1210 or 1213.
     """
-    if not isinstance(body, dict):
-        raise MockError(
-            400, "1210", "API request parameter is invalid: the body must be a JSON object"
-        )
-    query = body.get("search_query")
-    if not isinstance(query, str) or not query.strip():
-        raise MockError(400, "1213", "The search_query parameter was not received.")
-    _check_range(body, "count", 1, 50)
-    return body
+    checked = _with_text(body, "search_query")
+    _check_range(checked, "count", 1, 50)
+    return checked
