@@ -12,11 +12,13 @@ database (or a SQLite file) counts against one limit.
 - **Tokens and web searches per day** (UTC): a turn is refused once today's total reached the
   limit (a web search turn, ``//``, once the searches did), until midnight UTC. A turn's size
   is not known before it runs, so the last admitted turn may pass the limit by its own size.
-  Totals are added when a turn ends, only for a caller with a daily limit.
+  Totals are added when a turn ends, however it ends (an answer, an error, an abandoned
+  stream), from the turn's own account, only for a caller with a daily limit.
 
 :func:`admit_turn` answers with a :class:`Refusal` instead of raising, so each edge words it
-its own way: the service as an HTTP 429 (service/quotas.py), a chat platform as a short
-message saying when to retry (generic_framework/chats/).
+its own way: the service as an HTTP 429 (service/errors.py), a chat platform as a short
+message saying when to retry (generic_framework/chats/). Every edge admits and counts through
+the turn service (:mod:`generic_framework.turns`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from generic_framework.config import Settings
-from generic_framework.core.reply import Reply
+from generic_framework.core.account import TurnAccount
 from generic_framework.store.users import Caller, Limits, User, UserAdmin
 
 __all__ = [
@@ -39,6 +41,7 @@ __all__ = [
     "record_turn",
     "remaining_today",
     "seconds_to_midnight",
+    "unlimited",
 ]
 
 _NONE = Limits(0, 0, 0)
@@ -122,10 +125,16 @@ def _refusal(who: str, limit: LimitName, value: int, wait: float) -> Refusal:
     return Refusal(who, limit, value, max(1, math.ceil(wait)))
 
 
+def unlimited(caller: Caller) -> bool:
+    """Whether ``caller`` is the operator (the bootstrap admin's token, a local command):
+    never limited, so their turns need no read of the store."""
+    return caller.via in ("token", "local")
+
+
 def _scopes(caller: Caller, settings: Settings) -> list[tuple[str, str, Limits]]:
     """The (who, scope, limits) a caller's turn counts against."""
-    if caller.via in ("token", "local"):
-        return []  # the bootstrap admin, the operator: never limited (and no read per turn)
+    if unlimited(caller):
+        return []
     user = caller.user
     scopes = [("user", f"u:{user.id}", effective_limits(user, settings))]
     if caller.key is not None:
@@ -171,13 +180,13 @@ async def admit_turn(
     return Allowance(daily)
 
 
-async def record_turn(allowance: Allowance, reply: Reply, users: UserAdmin) -> None:
-    """Add a finished turn's tokens and web searches to the daily totals it counts against."""
-    if not allowance.scopes:
-        return
-    usage = reply.usage
-    tokens = usage.total_tokens or (usage.prompt_tokens or 0) + (usage.completion_tokens or 0)
-    await users.add_usage(allowance.scopes, int(tokens or 0), reply.web_searches)
+async def record_turn(allowance: Allowance, account: TurnAccount, users: UserAdmin) -> None:
+    """Add an ended turn's tokens and web searches, from its account (whatever the end: a
+    failed turn's billed rounds count too), to the daily totals it counts against."""
+    tokens = account.total or account.prompt + account.completion
+    searches = account.web_searches
+    if allowance.scopes and (tokens or searches):
+        await users.add_usage(allowance.scopes, tokens, searches)
 
 
 async def remaining_today(user: User, users: UserAdmin, settings: Settings) -> Remaining:

@@ -19,7 +19,7 @@ import asyncio
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -32,6 +32,9 @@ from generic_framework.store.base import ConversationStore
 from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.model import ChatModel
+
+if TYPE_CHECKING:
+    from generic_framework.turns import TurnService
 
 __all__ = ["Runtime", "choose_spec", "default_persona", "read_specs"]
 
@@ -155,6 +158,17 @@ class Runtime(Resources):
         self.personas_dir = Path(personas_dir or self.settings.personas_dir)
         self._specs: dict[str, PersonaSpec] | None = dict(specs) if specs is not None else None
         self._personas: dict[str, Persona] = {}
+        self._turns: TurnService | None = None
+
+    @property
+    def turns(self) -> TurnService:
+        """The turn service every edge asks for turns: it admits the caller, runs the persona
+        and counts the turn (:mod:`generic_framework.turns`); one per runtime."""
+        if self._turns is None:
+            from generic_framework.turns import TurnService
+
+            self._turns = TurnService(self)
+        return self._turns
 
     @classmethod
     def from_env(cls, **overrides: Any) -> Runtime:

@@ -22,6 +22,7 @@ from generic_framework.config import Settings
 from generic_framework.core.reply import Reply
 from generic_framework.errors import GLMError
 from generic_framework.runtime import Runtime
+from generic_framework.turns import Ask
 
 __all__ = ["ChatOptions", "run_chat"]
 
@@ -77,4 +78,4 @@ async def _answer(runtime: Runtime, message: str, options: ChatOptions) -> Reply
     async with runtime:
         persona = runtime.persona(options.persona)
         conversation = options.conversation or new_conversation_id()
-        return await persona.respond(message, conversation_id=conversation)
+        return await runtime.turns.respond(Ask(persona, message, None, conversation))

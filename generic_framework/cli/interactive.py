@@ -25,6 +25,7 @@ from generic_framework.core.reply import Reply
 from generic_framework.errors import ConfigError, GLMError
 from generic_framework.limits import check_text
 from generic_framework.runtime import Runtime
+from generic_framework.turns import Ask
 
 __all__ = ["HELP", "interactive"]
 
@@ -111,7 +112,7 @@ def _tolerate_undecodable_input() -> None:
 
 def _run_turn(runner: asyncio.Runner, session: _Session, text: str) -> None:
     try:
-        runner.run(_turn(session.persona, text, session.conversation))
+        runner.run(_turn(session.runtime, Ask(session.persona, text, None, session.conversation)))
     except KeyboardInterrupt:
         err("\n(cancelled; nothing of this turn was stored)")
     except GLMError as exc:
@@ -124,13 +125,14 @@ def _run_turn(runner: asyncio.Runner, session: _Session, text: str) -> None:
 # ------------------------------------------------------------------------------ a turn
 
 
-async def _turn(persona: Persona, text: str, conversation: str) -> None:
+async def _turn(runtime: Runtime, ask: Ask) -> None:
+    """One turn of the chat, asked of the runtime's turn service as a local caller."""
     status = Status()
-    status.show(_SEARCHING if text.lstrip().startswith(WEB_PREFIX) else "thinking...")
+    status.show(_SEARCHING if ask.web else "thinking...")
     ticker = asyncio.create_task(status.tick())
     renderer = _Renderer(status)
     try:
-        async with contextlib.aclosing(persona.stream(text, conversation_id=conversation)) as run:
+        async with contextlib.aclosing(await runtime.turns.stream(ask)) as run:
             async for event in run:
                 renderer.handle(event)
     finally:

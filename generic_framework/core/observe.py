@@ -22,6 +22,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 from generic_framework.core.account import TurnAccount
+from generic_framework.core.hooks import TurnHooks
 from generic_framework.core.reply import ToolResult
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.core.tooling import ToolPlan
@@ -54,6 +55,8 @@ class TurnWatch:
         conversation_id: hashed before it is written anywhere.
         stream: whether the turn streams (only streamed turns have a time to first text).
         user: the asker's user id, hashed before it is written (the log line's ``user``).
+        hooks: the turn's lifecycle hooks (:class:`~generic_framework.core.hooks.TurnHooks`),
+            fired as the account is written.
     """
 
     __slots__ = (
@@ -65,6 +68,7 @@ class TurnWatch:
         "_tracing",
         "_user",
         "account",
+        "hooks",
         "model",
         "persona",
         "stream",
@@ -79,8 +83,10 @@ class TurnWatch:
         *,
         stream: bool,
         user: str | None = None,
+        hooks: TurnHooks | None = None,
     ) -> None:
         self.account = TurnAccount()
+        self.hooks = hooks
         self._user = user
         self._metrics = telemetry.metrics
         self._tracing = telemetry.tracing
@@ -110,6 +116,8 @@ class TurnWatch:
     def began(self) -> None:
         """The turn holds its conversation (or needs none) and begins."""
         self.account.begin()
+        if self.hooks is not None:
+            self.hooks.on_start(self.persona, self.account)
 
     # ------------------------------------------------------------------ model calls
 
@@ -126,6 +134,8 @@ class TurnWatch:
     def call_done(self, span: Span | None, completion: ChatCompletion) -> None:
         """A model call answered: its usage, request id and server-side search are counted."""
         self.account.answered(completion)
+        if self.hooks is not None:
+            self.hooks.on_model_call(self.account, completion)
         if span is not None and self._tracing is not None:
             self._tracing.model_done(span, _response_attributes(completion), completion.message)
 
@@ -169,6 +179,8 @@ class TurnWatch:
             account.tool_ended(label, result.ok)
             if result.ok and name == SEARCH_TOOL_NAME and plan.search_mode is not None:
                 account.searched(plan.search_mode)
+            if self.hooks is not None:
+                self.hooks.on_tool_call(account, call, result)
             if self._span is not None:
                 self._tool_span(self._span, call, result, label, builtin, tools_started)
 
@@ -214,6 +226,8 @@ class TurnWatch:
         account = self.account
         account.end()
         self._count(outcome)
+        if self.hooks is not None:
+            self.hooks.on_end(account, outcome)
         if self._span is not None and self._tracing is not None:
             if exc is None:
                 self._tracing.turn_done(self._span, self._turn_attributes(outcome))

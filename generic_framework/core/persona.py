@@ -30,6 +30,7 @@ from generic_framework.core.engine import (
 )
 from generic_framework.core.events import Done, PersonaEvent
 from generic_framework.core.history import ForeignHistory, HistoryItem, foreign_history
+from generic_framework.core.hooks import TurnHooks
 from generic_framework.core.observe import TurnWatch
 from generic_framework.core.options import NO_OPTIONS, TurnOptions, schema_instruction
 from generic_framework.core.reply import Reply
@@ -283,6 +284,7 @@ class Persona(TurnEngine):
         history: Sequence[HistoryItem] | None = None,
         options: TurnOptions | None = None,
         caller: Caller | None = None,
+        hooks: TurnHooks | None = None,
     ) -> Reply:
         """Answer one user message; with ``conversation_id``, in that stored conversation.
 
@@ -302,6 +304,7 @@ class Persona(TurnEngine):
             caller: who asks (the service's signed-in user): the stored record keeps their
                 user and key ids, and the upstream request carries their stable pseudonym as
                 ``user_id`` (:func:`~generic_framework.store.users.pseudonym`).
+            hooks: the turn's lifecycle hooks (:class:`~generic_framework.core.hooks.TurnHooks`).
 
         Raises:
             ValueError: ``text`` is not UTF-8 text, ``conversation_id`` breaks the rule of
@@ -313,7 +316,7 @@ class Persona(TurnEngine):
             GLMError: the API failed for good (after retries); nothing is stored then.
         """
         reply: Reply | None = None
-        turn = self._run_turn(text, conversation_id, history, options, caller, stream=False)
+        turn = self._run_turn(text, conversation_id, history, options, caller, hooks, stream=False)
         async for event in turn:
             if isinstance(event, Done):
                 reply = event.reply
@@ -329,6 +332,7 @@ class Persona(TurnEngine):
         history: Sequence[HistoryItem] | None = None,
         options: TurnOptions | None = None,
         caller: Caller | None = None,
+        hooks: TurnHooks | None = None,
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as a stream of events, ending with ``Done(reply)``.
 
@@ -337,7 +341,7 @@ class Persona(TurnEngine):
         Invalid arguments raise the :class:`ValueError` of :meth:`respond` on the first
         iteration, before anything is sent.
         """
-        return self._run_turn(text, conversation_id, history, options, caller, stream=True)
+        return self._run_turn(text, conversation_id, history, options, caller, hooks, stream=True)
 
     async def aclose(self) -> None:
         """Close the runtime this persona opened itself (a shared runtime stays open)."""
@@ -405,6 +409,7 @@ class Persona(TurnEngine):
         history: Sequence[HistoryItem] | None,
         options: TurnOptions | None,
         caller: Caller | None,
+        hooks: TurnHooks | None,
         *,
         stream: bool,
     ) -> AsyncGenerator[PersonaEvent, None]:
@@ -419,6 +424,7 @@ class Persona(TurnEngine):
         plan = await self._plans.for_turn(plan, options)
         end: TurnEnd | None = None
         watch = self._watch(plan, conversation_id, caller, stream=stream)
+        watch.hooks = hooks
         try:
             async with self.runtime.conversation(conversation_id) as held:
                 watch.began()

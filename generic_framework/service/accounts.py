@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
+from generic_framework.quotas import effective_limits
 from generic_framework.service.account_schemas import (
     KeyCreatedOut,
     KeyCreateRequest,
@@ -25,7 +26,6 @@ from generic_framework.service.account_schemas import (
 )
 from generic_framework.service.callers import caller_of, require_admin
 from generic_framework.service.errors import ServiceError
-from generic_framework.service.quotas import effective_limits
 from generic_framework.service.requests import parse_body
 from generic_framework.service.state import state_of
 from generic_framework.store.users import Limits, User, UserAdmin, check_user_name, expiry

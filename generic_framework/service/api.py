@@ -9,25 +9,18 @@ runtime's locks; ``DELETE`` takes the same lock.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator
 
 from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from generic_framework.core.events import Done, PersonaEvent
-from generic_framework.core.history import HistoryItem
-from generic_framework.core.options import TurnOptions
-from generic_framework.core.persona import WEB_PREFIX
-from generic_framework.core.reply import Reply
+from generic_framework.core.events import PersonaEvent
 from generic_framework.service.callers import acting_for, caller_of
 from generic_framework.service.client_request import client_turn
-from generic_framework.service.errors import ServiceError
+from generic_framework.service.errors import ServiceError, not_allowed
 from generic_framework.service.idempotency import idempotent
 from generic_framework.service.mapping import chat_completion, conversation_body, turn_body
-from generic_framework.service.quotas import Allowance, admit_turn, record_turn
 from generic_framework.service.requests import checked_text, parse_body, path_conversation_id
 from generic_framework.service.schemas import (
     ChatCompletionRequest,
@@ -42,7 +35,8 @@ from generic_framework.service.schemas import (
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
 from generic_framework.service.streaming import turn_stream
 from generic_framework.store.base import LIST_LIMIT_MAX, StoredMessage
-from generic_framework.store.users import Caller, conversation_key, split_key
+from generic_framework.store.users import conversation_key, split_key
+from generic_framework.turns import Ask, allowed
 
 __all__ = [
     "chat_completions",
@@ -85,22 +79,10 @@ def _stream(
     )
 
 
-def _allowed(caller: Caller, name: str) -> bool:
-    """Whether the caller's key (if it has a persona allowlist) may use persona ``name``."""
-    personas = caller.key.personas if caller.key is not None else None
-    return personas is None or name in personas
-
-
-def _persona(state: ServiceState, name: str, param: str, caller: Caller) -> PersonaLike:
+def _persona(state: ServiceState, name: str, param: str) -> PersonaLike:
+    """The persona a request names (404 when unknown); whether the caller may use it is the
+    turn service's to say (403)."""
     persona = state.personas.get(name)
-    if persona is not None and not _allowed(caller, name):
-        raise ServiceError(
-            403,
-            f"this API key may not use persona {name!r}",
-            type_="permission_error",
-            param=param,
-            code="persona_not_allowed",
-        )
     if persona is None:
         known = ", ".join(sorted(state.personas)) or "none"
         raise ServiceError(
@@ -123,65 +105,6 @@ async def _key(request: Request, state: ServiceState, conversation_id: str) -> s
     return conversation_key(owner, conversation_id)
 
 
-async def _admit(request: Request, state: ServiceState, text: str) -> Allowance:
-    """Count the turn against the caller's limits (service/quotas.py), or refuse it (429)."""
-    web = text.lstrip().startswith(WEB_PREFIX)
-    return await admit_turn(caller_of(request), state.runtime.store, state.settings, web=web)
-
-
-@dataclass(frozen=True, slots=True)
-class _TurnArgs:
-    """One turn's arguments for the persona (``key``: the store's key of the conversation)."""
-
-    persona: PersonaLike
-    text: str
-    key: str | None
-    caller: Caller
-    history: Sequence[HistoryItem] | None = None
-    options: TurnOptions | None = None
-
-
-async def _turn_events(
-    request: Request, state: ServiceState, args: _TurnArgs
-) -> AsyncGenerator[PersonaEvent, None]:
-    """The turn admitted against the caller's limits (429 over one), as events; its tokens
-    and searches are added to the daily totals when it ends."""
-    allowance = await _admit(request, state, args.text)
-    events = args.persona.stream(
-        args.text,
-        conversation_id=args.key,
-        history=args.history,
-        options=args.options,
-        caller=args.caller,
-    )
-    return _counted(events, allowance, state) if allowance.scopes else events
-
-
-async def _turn_reply(request: Request, state: ServiceState, args: _TurnArgs) -> Reply:
-    """The turn admitted against the caller's limits (429 over one), answered and counted."""
-    allowance = await _admit(request, state, args.text)
-    reply = await args.persona.respond(
-        args.text,
-        conversation_id=args.key,
-        history=args.history,
-        options=args.options,
-        caller=args.caller,
-    )
-    await record_turn(allowance, reply, state.runtime.store)
-    return reply
-
-
-async def _counted(
-    events: AsyncGenerator[PersonaEvent, None], allowance: Allowance, state: ServiceState
-) -> AsyncGenerator[PersonaEvent, None]:
-    """A streamed turn's events; its tokens and searches are added to the daily totals."""
-    async with aclosing(events) as inner:
-        async for event in inner:
-            if isinstance(event, Done):
-                await record_turn(allowance, event.reply, state.runtime.store)
-            yield event
-
-
 async def list_models(request: Request) -> Response:
     """``GET /v1/models``: the personas, as OpenAI models."""
     state = state_of(request)
@@ -189,7 +112,7 @@ async def list_models(request: Request) -> Response:
     data = [
         ModelOut(id=name, description=persona.description or "")
         for name, persona in sorted(state.personas.items())
-        if _allowed(caller, name)
+        if allowed(caller, name)
     ]
     return _json(ModelListOut(data=data))
 
@@ -199,7 +122,9 @@ async def get_model(request: Request) -> Response:
     the caller's key may not use it (as a turn with it would be)."""
     state = state_of(request)
     name = str(request.path_params["model"])
-    persona = _persona(state, name, "model", caller_of(request))
+    persona = _persona(state, name, "model")
+    if not allowed(caller_of(request), name):
+        raise not_allowed(name, "model")
     return _json(ModelOut(id=name, description=persona.description or ""))
 
 
@@ -214,13 +139,9 @@ async def chat_completions(request: Request) -> Response:
     With ``Idempotency-Key`` a retry gets the first answer (service/idempotency.py).
     """
     state = state_of(request)
-    caller = caller_of(request)
     body = await parse_body(request, ChatCompletionRequest)
-    persona = _persona(state, body.model, "model", caller)
+    persona = _persona(state, body.model, "model")
     cid = body.conversation_id
-    footer = (
-        state.settings.bot_sources_footer if body.sources_footer is None else body.sources_footer
-    )
     turn = client_turn(
         body,
         pins=getattr(persona, "client_parameters", {}),
@@ -228,17 +149,18 @@ async def chat_completions(request: Request) -> Response:
         allow_system=getattr(persona, "allow_client_system", True),
         max_tool_rounds=getattr(persona, "max_tool_rounds", None),
     )
-    text, history, options = turn.text, turn.history, turn.options
     key = None if cid is None else await _key(request, state, cid)
+    ask = Ask(persona, turn.text, caller_of(request), key, turn.history, turn.options)
+    footer = body.sources_footer
+    if footer is None:
+        footer = state.settings.bot_sources_footer
 
     async def run() -> Response:
-        args = _TurnArgs(persona, text, key, caller, history, options)
         if body.stream:
-            events = await _turn_events(request, state, args)
-            return _stream(
-                state, events, body.model, cid, footer=footer, include_usage=turn.include_usage
-            )
-        reply = await _turn_reply(request, state, args)
+            events = await state.runtime.turns.stream(ask)
+            usage = turn.include_usage
+            return _stream(state, events, body.model, cid, footer=footer, include_usage=usage)
+        reply = await state.runtime.turns.respond(ask)
         return _json(chat_completion(reply, body.model, cid, footer=footer))
 
     return await idempotent(request, run)
@@ -248,18 +170,17 @@ async def post_message(request: Request) -> Response:
     """``POST /v1/conversations/{id}/messages``: one turn with server-held history; with
     ``Idempotency-Key`` a retry gets the first answer (service/idempotency.py)."""
     state = state_of(request)
-    caller = caller_of(request)
     cid = path_conversation_id(request)
     key = await _key(request, state, cid)
     body = await parse_body(request, TurnRequest)
-    persona = _persona(state, body.persona, "persona", caller)
+    persona = _persona(state, body.persona, "persona")
     text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
+    ask = Ask(persona, text, caller_of(request), key)
 
     async def run() -> Response:
-        args = _TurnArgs(persona, text, key, caller)
         if body.stream:
-            return _stream(state, await _turn_events(request, state, args), body.persona, cid)
-        reply = await _turn_reply(request, state, args)
+            return _stream(state, await state.runtime.turns.stream(ask), body.persona, cid)
+        reply = await state.runtime.turns.respond(ask)
         return _json(turn_body(reply, body.persona, cid))
 
     return await idempotent(request, run)

@@ -83,7 +83,9 @@ from generic_framework.errors import (
     OutputSchemaError,
     StoreUnavailableError,
 )
+from generic_framework.quotas import Refusal
 from generic_framework.redaction import redact
+from generic_framework.turns import PersonaNotAllowed, TurnRefused
 from generic_framework.wire.errors import (
     APIConnectionError,
     APIError,
@@ -111,6 +113,8 @@ __all__ = [
     "exception_response",
     "internal_error",
     "map_exception",
+    "not_allowed",
+    "refused",
 ]
 
 logger = logging.getLogger("generic_framework.service")
@@ -280,10 +284,39 @@ def _not_recorded(exc: BaseException) -> ServiceError | None:
     )
 
 
+def refused(refusal: Refusal) -> ServiceError:
+    """The 429 of a turn a limit refused (:mod:`generic_framework.quotas`): ``type``
+    ``rate_limit_error`` (requests per minute) or ``insufficient_quota`` (daily), ``code``
+    naming the limit (``user_rpm``, ``key_daily_tokens``...), ``Retry-After`` = the seconds
+    until the oldest counted request leaves the window, or until midnight UTC."""
+    return ServiceError(
+        429,
+        refusal.message,
+        type_="insufficient_quota" if refusal.daily else "rate_limit_error",
+        code=f"{refusal.who}_{refusal.limit}",
+        headers={"Retry-After": str(refusal.retry_after)},
+    )
+
+
+def not_allowed(persona: str, param: str | None = None) -> ServiceError:
+    """The 403 of a persona the caller's key may not use."""
+    return ServiceError(
+        403,
+        f"this API key may not use persona {persona!r}",
+        type_="permission_error",
+        param=param,
+        code="persona_not_allowed",
+    )
+
+
 def map_exception(exc: BaseException) -> ServiceError:
     """Translate any exception raised while answering into the :class:`ServiceError` to send."""
     if isinstance(exc, ServiceError):
         return exc
+    if isinstance(exc, TurnRefused):
+        return refused(exc.refusal)
+    if isinstance(exc, PersonaNotAllowed):
+        return not_allowed(exc.persona)
     unrecorded = _not_recorded(exc)
     if unrecorded is not None:
         return unrecorded
@@ -324,7 +357,8 @@ def exception_response(exc: BaseException) -> JSONResponse:
 
 
 async def _answer(request: Request, exc: Exception) -> Response:
-    """A :class:`ServiceError` or a :class:`GLMError`, mapped by :func:`map_exception`."""
+    """A :class:`ServiceError`, a :class:`GLMError` or the turn service's refusal, mapped by
+    :func:`map_exception`."""
     return exception_response(exc)
 
 
@@ -344,6 +378,8 @@ async def _answer_unexpected(request: Request, exc: Exception) -> Response:
 EXCEPTION_HANDLERS: Mapping[Any, ExceptionHandler] = {
     ServiceError: _answer,
     GLMError: _answer,
+    TurnRefused: _answer,
+    PersonaNotAllowed: _answer,
     HTTPException: _answer_http,
     Exception: _answer_unexpected,
 }

@@ -8,35 +8,28 @@ same store and locks, so there is one store and one lock system per app.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, cast
 
 from starlette.requests import Request
 
 from generic_framework.config import Settings
-from generic_framework.core.events import PersonaEvent
-from generic_framework.core.history import HistoryItem
-from generic_framework.core.options import TurnOptions
-from generic_framework.core.reply import Reply
 from generic_framework.runtime import Runtime
-from generic_framework.store.users import Caller
+from generic_framework.turns import TurnPersona
 
 __all__ = ["Drain", "PersonaLike", "ServiceState", "state_of"]
 
 
-class PersonaLike(Protocol):
-    """What the service needs from a persona (:class:`~generic_framework.core.persona.Persona`).
+class PersonaLike(TurnPersona, Protocol):
+    """What the service needs from a persona (:class:`~generic_framework.core.persona.Persona`):
+    what the turn service runs (:class:`~generic_framework.turns.TurnPersona`), and what
+    ``/v1/models`` and a request's checks read.
 
     A persona serialises the turns of a conversation itself (a
     :class:`~generic_framework.core.persona.Persona` holds ``runtime.locks`` for the whole
     turn); the service adds no lock of its own around a turn.
     """
-
-    @property
-    def name(self) -> str:
-        """The persona's name (the API's model id)."""
-        ...
 
     @property
     def description(self) -> str:
@@ -46,33 +39,6 @@ class PersonaLike(Protocol):
     @property
     def allow_client_system(self) -> bool:
         """Whether a request's system messages are accepted (after the persona's prompt)."""
-        ...
-
-    async def respond(
-        self,
-        text: str,
-        *,
-        conversation_id: str | None = None,
-        history: Sequence[HistoryItem] | None = None,
-        options: TurnOptions | None = None,
-        caller: Caller | None = None,
-    ) -> Reply:
-        """Answer one user message (``history``: the earlier messages of a stateless request;
-        ``options``: the client's sampling settings, output format and tools;
-        ``conversation_id``: the store's key of the conversation, store/users.py; ``caller``:
-        who asks)."""
-        ...
-
-    def stream(
-        self,
-        text: str,
-        *,
-        conversation_id: str | None = None,
-        history: Sequence[HistoryItem] | None = None,
-        options: TurnOptions | None = None,
-        caller: Caller | None = None,
-    ) -> AsyncGenerator[PersonaEvent, None]:
-        """Answer one user message as events ending with ``Done``; closable (``aclose``)."""
         ...
 
 

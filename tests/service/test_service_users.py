@@ -376,7 +376,7 @@ async def test_default_limits_apply_to_users_not_admins(world: World, tmp_path: 
         api_key="k", data_dir=tmp_path / "data", personas_dir=tmp_path / "p",
         bot_api_token=TOKEN, bot_default_rpm=1,
     )  # fmt: skip
-    from generic_framework.service.quotas import effective_limits
+    from generic_framework.quotas import effective_limits
 
     alice = await world.store.user("alice")
     admin = await world.store.user("admin")

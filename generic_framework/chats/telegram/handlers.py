@@ -7,8 +7,9 @@ bot (a group message that does not address it) is left alone; a stranger gets th
 and how to be let in (no model call); a message without text (a photo, a voice message, a
 sticker, a document) gets a polite "text only"; a command is run; anything else is a turn.
 
-A turn is asked by the sender's user (``telegram:<id>``: admitted against their limits, counted
-in their daily totals), in the chat's current conversation with its persona. The conversation
+A turn is asked of the runtime's turn service (:mod:`generic_framework.turns`) by the sender's
+user (``telegram:<id>``: admitted against their limits, counted in their daily totals however
+the turn ends), in the chat's current conversation with its persona. The conversation
 of a private chat belongs to its one user; a group's (or forum topic's) belongs to the group's
 own user ``telegram:<chat_id>`` (negative ids: never a person's), so every member continues
 the same conversation and ``users remove telegram:<chat_id>`` deletes it.
@@ -43,11 +44,11 @@ from generic_framework.chats.telegram.commands import (
 )
 from generic_framework.chats.telegram.delivery import Delivery
 from generic_framework.chats.telegram.live import ChatRef, Drafts, LiveAnswer
-from generic_framework.core.persona import WEB_PREFIX, Persona
+from generic_framework.core.persona import Persona
 from generic_framework.errors import ConfigError, GLMError
-from generic_framework.quotas import Refusal, admit_turn, record_turn
 from generic_framework.runtime import Runtime
 from generic_framework.store.users import conversation_key
+from generic_framework.turns import Ask, TurnRefused
 from generic_framework.wire import errors as e
 
 __all__ = ["REQUEST_ID", "SORRY", "TEXT_ONLY", "Handlers", "Incoming", "friendly_error"]
@@ -180,28 +181,26 @@ class Handlers:
         """Run one turn of the chat's persona and show it live (see the module's docstring)."""
         sender = incoming.message.from_user
         assert sender is not None
-        store, settings = self.runtime.store, self.runtime.settings
+        store = self.runtime.store
         user = await platform_user(store, PLATFORM, sender.id)
-        caller = caller_for(user)
-        text = incoming.said.text
-        web = text.lstrip().startswith(WEB_PREFIX)
-        admitted = await admit_turn(caller, store, settings, web=web)
-        if isinstance(admitted, Refusal):
-            await self._say(incoming.chat, refusal_text(admitted))
-            return "refused"
         owner = user
         if not incoming.chat.private:
             owner = await platform_user(store, PLATFORM, incoming.message.chat.id)
         state = await chat_state(self.runtime, incoming.key)
         persona = self._persona(state.persona)
         conversation = conversation_key(owner.id, state.conversation_id)
+        ask = Ask(persona, incoming.said.text, caller_for(user), conversation)
+        try:
+            events = await self.runtime.turns.stream(ask)
+        except TurnRefused as refused:
+            await self._say(incoming.chat, refusal_text(refused.refusal))
+            return "refused"
         live = LiveAnswer(
-            self.bot, incoming.chat, interval=self.interval, drafts=self.drafts, web=web
+            self.bot, incoming.chat, interval=self.interval, drafts=self.drafts, web=ask.web
         )
         try:
-            events = persona.stream(text, conversation_id=conversation, caller=caller)
             async with contextlib.aclosing(events) as stream:
-                reply = await live.run(stream)
+                await live.run(stream)
         except GLMError as exc:
             logger.warning(
                 "request %s: the turn failed upstream (%s; upstream request id %s)",
@@ -212,5 +211,4 @@ class Handlers:
             )
             await live.fail(friendly_error(exc, self.offline))
             return "failed"
-        await record_turn(admitted, reply, store)
         return "answered"

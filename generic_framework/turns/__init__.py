@@ -1,0 +1,12 @@
+"""The turn service: one way from every edge to a persona (see :mod:`.service`)."""
+
+from generic_framework.turns.service import (
+    Ask,
+    PersonaNotAllowed,
+    TurnPersona,
+    TurnRefused,
+    TurnService,
+    allowed,
+)
+
+__all__ = ["Ask", "PersonaNotAllowed", "TurnPersona", "TurnRefused", "TurnService", "allowed"]

@@ -1,0 +1,254 @@
+"""The turn service: the one way from an edge to a persona, whoever asks.
+
+The HTTP API (both turn endpoints, streamed or not, and so the page), Telegram and the CLI's
+chat all ask :class:`TurnService` (handed out by :attr:`Runtime.turns
+<generic_framework.runtime.Runtime.turns>`) for a turn with an :class:`Ask`. The service:
+
+1. **admits** the caller: the persona allowlist of their key (:class:`PersonaNotAllowed`), then
+   their limits (:func:`~generic_framework.quotas.admit_turn`; :class:`TurnRefused` carries the
+   :class:`~generic_framework.quotas.Refusal`, which each edge words its own way);
+2. **runs** the persona (:meth:`TurnService.respond`, or :meth:`TurnService.stream` for events),
+   with the lifecycle hooks (:class:`~generic_framework.core.hooks.TurnHooks`) registered on the
+   service; the persona stores the turn in its conversation under the conversation's lock;
+3. **counts** the turn against the caller's daily limits when it ends, whatever the end: an
+   answer, an error, a cancel, a client gone or a stream closed halfway. The tokens and searches
+   come from the turn's own :class:`~generic_framework.core.account.TurnAccount` (what the
+   metrics and the stored record read), never from the reply a failed turn does not have: a
+   tool round Z.AI billed counts even when the next call failed.
+
+A caller without a daily limit costs no store round trip at the end, and a turn with nothing
+to count, or no hook registered, runs the persona exactly as it would run alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from generic_framework.core.account import TurnAccount
+from generic_framework.core.events import PersonaEvent
+from generic_framework.core.history import HistoryItem
+from generic_framework.core.hooks import HookChain, TurnHooks
+from generic_framework.core.options import TurnOptions
+from generic_framework.core.persona import WEB_PREFIX
+from generic_framework.core.reply import Reply
+from generic_framework.quotas import Allowance, Refusal, admit_turn, record_turn, unlimited
+from generic_framework.store.users import Caller, UserAdmin
+
+if TYPE_CHECKING:
+    from generic_framework.core.resources import Resources
+
+__all__ = [
+    "Ask",
+    "PersonaNotAllowed",
+    "TurnPersona",
+    "TurnRefused",
+    "TurnService",
+    "allowed",
+]
+
+
+class TurnPersona(Protocol):
+    """What the turn service needs from a persona
+    (:class:`~generic_framework.core.persona.Persona`)."""
+
+    @property
+    def name(self) -> str:
+        """The persona's name."""
+        ...
+
+    async def respond(
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[HistoryItem] | None = None,
+        options: TurnOptions | None = None,
+        caller: Caller | None = None,
+        hooks: TurnHooks | None = None,
+    ) -> Reply:
+        """Answer one user message."""
+        ...
+
+    def stream(
+        self,
+        text: str,
+        *,
+        conversation_id: str | None = None,
+        history: Sequence[HistoryItem] | None = None,
+        options: TurnOptions | None = None,
+        caller: Caller | None = None,
+        hooks: TurnHooks | None = None,
+    ) -> AsyncGenerator[PersonaEvent, None]:
+        """Answer one user message as events ending with ``Done``; closable (``aclose``)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """One turn asked of the service.
+
+    Attributes:
+        persona: who answers.
+        text: the user's message.
+        caller: who asks (admitted against their limits, counted in their daily totals);
+            ``None`` for the process's own operator (the CLI's chat): never limited.
+        conversation_id: the store's key of a stored conversation to use and extend.
+        history: instead, the earlier messages of a stateless request (nothing is stored).
+        options: the client's sampling settings, output format and own tools.
+    """
+
+    persona: TurnPersona
+    text: str
+    caller: Caller | None
+    conversation_id: str | None = None
+    history: Sequence[HistoryItem] | None = None
+    options: TurnOptions | None = None
+
+    @property
+    def web(self) -> bool:
+        """Whether the turn is a web search turn (``//``)."""
+        return self.text.lstrip().startswith(WEB_PREFIX)
+
+
+class TurnRefused(Exception):
+    """A limit refused the turn before it ran (:attr:`refusal` says which, and until when)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+class PersonaNotAllowed(Exception):
+    """The caller's key has a persona allowlist without this persona."""
+
+    def __init__(self, persona: str) -> None:
+        super().__init__(f"this API key may not use persona {persona!r}")
+        self.persona = persona
+
+
+def allowed(caller: Caller | None, persona: str) -> bool:
+    """Whether the caller's key (if it has a persona allowlist) may use ``persona``."""
+    key = caller.key if caller is not None else None
+    personas = key.personas if key is not None else None
+    return personas is None or persona in personas
+
+
+_FREE = Allowance()
+
+
+class _Bill(TurnHooks):
+    """Keeps the turn's account, for the daily totals the turn counts against."""
+
+    __slots__ = ("account",)
+
+    def __init__(self) -> None:
+        self.account: TurnAccount | None = None
+
+    def on_end(self, account: TurnAccount, outcome: str) -> None:
+        self.account = account
+
+
+class TurnService:
+    """Admits, runs and counts turns for every edge (see the module's docstring).
+
+    Args:
+        resources: the runtime: its store counts the limits (opened only for a caller who
+            has some), its settings have the default limits (``BOT_DEFAULT_*``).
+        hooks: lifecycle hooks every turn gets (more with :meth:`add_hooks`).
+    """
+
+    def __init__(self, resources: Resources, hooks: Sequence[TurnHooks] = ()) -> None:
+        self.resources = resources
+        self.hooks: list[TurnHooks] = list(hooks)
+
+    @property
+    def users(self) -> UserAdmin:
+        """Where the limits are counted: the runtime's store."""
+        return self.resources.store
+
+    def add_hooks(self, hooks: TurnHooks) -> None:
+        """Give every later turn ``hooks`` too (after those added before)."""
+        self.hooks.append(hooks)
+
+    async def admit(self, ask: Ask) -> Allowance:
+        """Admit ``ask``'s caller: their key's persona allowlist, then their limits.
+
+        Raises:
+            PersonaNotAllowed: the key may not use the persona.
+            TurnRefused: a limit is reached (nothing ran, nothing was counted).
+        """
+        if not allowed(ask.caller, ask.persona.name):
+            raise PersonaNotAllowed(ask.persona.name)
+        if ask.caller is None or unlimited(ask.caller):
+            return _FREE
+        admitted = await admit_turn(ask.caller, self.users, self.resources.settings, web=ask.web)
+        if isinstance(admitted, Refusal):
+            raise TurnRefused(admitted)
+        return admitted
+
+    async def respond(self, ask: Ask) -> Reply:
+        """Admit, answer and count one turn (see :meth:`admit` for what it raises; a failed
+        turn raises what the persona raised, after its billed tokens were counted)."""
+        allowance = await self.admit(ask)
+        bill, hooks = self._hooks(allowance)
+        try:
+            return await ask.persona.respond(
+                ask.text,
+                conversation_id=ask.conversation_id,
+                history=ask.history,
+                options=ask.options,
+                caller=ask.caller,
+                **hooks,
+            )
+        finally:
+            await self._count(allowance, bill)
+
+    async def stream(self, ask: Ask) -> AsyncGenerator[PersonaEvent, None]:
+        """Admit ``ask`` now (see :meth:`admit`); then its events, not started yet.
+
+        Iterate them to ``Done`` or close them: the turn is counted when the generator ends,
+        however it ends.
+        """
+        allowance = await self.admit(ask)
+        bill, hooks = self._hooks(allowance)
+        events = ask.persona.stream(
+            ask.text,
+            conversation_id=ask.conversation_id,
+            history=ask.history,
+            options=ask.options,
+            caller=ask.caller,
+            **hooks,
+        )
+        if bill is None:
+            return events
+        return self._counted(events, allowance, bill)
+
+    def _hooks(self, allowance: Allowance) -> tuple[_Bill | None, dict[str, TurnHooks]]:
+        """The turn's bill (only when it counts against a daily limit) and the persona's
+        ``hooks`` argument (none at all when there is nothing to hook)."""
+        bill = _Bill() if allowance.scopes else None
+        chain = [*self.hooks, bill] if bill is not None else self.hooks
+        if not chain:
+            return None, {}
+        return bill, {"hooks": chain[0] if len(chain) == 1 else HookChain(chain)}
+
+    async def _counted(
+        self,
+        events: AsyncGenerator[PersonaEvent, None],
+        allowance: Allowance,
+        bill: _Bill,
+    ) -> AsyncGenerator[PersonaEvent, None]:
+        try:
+            async with aclosing(events) as inner:
+                async for event in inner:
+                    yield event
+        finally:
+            await self._count(allowance, bill)
+
+    async def _count(self, allowance: Allowance, bill: _Bill | None) -> None:
+        """Add the ended turn's tokens and searches to the daily totals it counts against."""
+        if bill is not None and bill.account is not None:
+            await record_turn(allowance, bill.account, self.users)
