@@ -210,7 +210,7 @@ def _switch_persona(session: _Session, name: str | None) -> None:
 
 
 async def _print_history(session: _Session) -> None:
-    stored = await session.runtime.store.get(session.conversation) or []
+    stored = await session.runtime.conversations.get(session.conversation) or []
     shown = [
         item.message
         for item in stored

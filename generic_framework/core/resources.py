@@ -44,7 +44,10 @@ from generic_framework.wire.slots import LocalSlots, UpstreamSlots
 if TYPE_CHECKING:
     # The store package (sqlite3 and its message adapter, about 3 ms) is imported when a
     # conversation first needs it, not by every program that imports the Persona (0704).
-    from generic_framework.store.base import ConversationStore, HeldConversation
+    from generic_framework.store.base import Conversations, ConversationStore, HeldConversation
+    from generic_framework.store.chats import ChatStore
+    from generic_framework.store.keys import ClaimStore
+    from generic_framework.store.users import UserAdmin
 
 __all__ = ["Resources", "budget_id"]
 
@@ -138,6 +141,28 @@ class Resources:
             )
             self._opened.append(self._store)
         return self._store
+
+    # The store in its parts: each user of the store asks for the one part it needs.
+
+    @property
+    def conversations(self) -> Conversations:
+        """The stored conversations: a turn's, and their reading, listing and removal."""
+        return self.store
+
+    @property
+    def users(self) -> UserAdmin:
+        """The users, their API keys and the counters of their limits."""
+        return self.store
+
+    @property
+    def chat_states(self) -> ChatStore:
+        """The chat platforms' chats: each chat's persona and conversation, claimed updates."""
+        return self.store
+
+    @property
+    def claims(self) -> ClaimStore:
+        """Claims held once across replicas (the service's ``Idempotency-Key``)."""
+        return self.store
 
     def _slots(self) -> UpstreamSlots:
         """A new upstream budget for the owned client, closed after it."""

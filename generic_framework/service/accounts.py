@@ -58,7 +58,7 @@ async def me(request: Request) -> Response:
     _only(request)
     state = state_of(request)
     caller = caller_of(request)
-    users = state.runtime.store
+    users = state.runtime.users
     user = await users.user_by_id(caller.user.id) or caller.user
     limits = effective_limits(user, state.settings)
     tokens, searches = await users.usage_today(f"u:{user.id}")
@@ -93,7 +93,7 @@ async def admin_users(request: Request) -> Response:
     """``GET /v1/admin/users`` (every user), ``POST`` (add one: 201, 409 when taken)."""
     require_admin(request)
     _only(request)
-    users = state_of(request).runtime.store
+    users = state_of(request).runtime.users
     if request.method == "POST":
         body = await parse_body(request, UserCreateRequest)
         try:
@@ -109,7 +109,7 @@ async def admin_user(request: Request) -> Response:
     ``/v1/admin/users/{name}``."""
     require_admin(request)
     _only(request)
-    users = state_of(request).runtime.store
+    users = state_of(request).runtime.users
     user = await _user_named(users, str(request.path_params["name"]))
     if request.method == "DELETE":
         try:
@@ -141,7 +141,7 @@ async def admin_keys(request: Request) -> Response:
     once: 201)."""
     require_admin(request)
     _only(request, *(() if request.method == "POST" else ("user",)))
-    users = state_of(request).runtime.store
+    users = state_of(request).runtime.users
     if request.method == "POST":
         body = await parse_body(request, KeyCreateRequest)
         user = await users.user(body.user)
@@ -165,7 +165,7 @@ async def admin_key(request: Request) -> Response:
     revoked yet)."""
     require_admin(request)
     _only(request)
-    users = state_of(request).runtime.store
+    users = state_of(request).runtime.users
     key_id = str(request.path_params["key_id"])
     if not await users.revoke_key(key_id):
         raise ServiceError(

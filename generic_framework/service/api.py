@@ -101,7 +101,7 @@ def _no_conversation(conversation_id: str) -> ServiceError:
 async def _key(request: Request, state: ServiceState, conversation_id: str) -> str:
     """Where the store keeps the conversation the request names: the caller's own, or the
     ``?user=`` user's for an admin (service/callers.py)."""
-    owner = await acting_for(request, state.runtime.store)
+    owner = await acting_for(request, state.runtime.users)
     return conversation_key(owner, conversation_id)
 
 
@@ -211,10 +211,10 @@ async def list_conversations(request: Request) -> Response:
     """
     state = state_of(request)
     limit = _limit(request)
-    owner = await acting_for(request, state.runtime.store)
+    owner = await acting_for(request, state.runtime.users)
     before = request.query_params.get("before")
     try:
-        found = await state.runtime.store.list_conversations(
+        found = await state.runtime.conversations.list_conversations(
             limit=limit, before=before, owner=owner
         )
     except ValueError as exc:
@@ -238,7 +238,7 @@ async def get_conversation(request: Request) -> Response:
     """``GET /v1/conversations/{id}``: the stored messages, oldest first; 404 when unknown."""
     state = state_of(request)
     cid = path_conversation_id(request)
-    turns = await state.runtime.store.turns(await _key(request, state, cid))
+    turns = await state.runtime.conversations.turns(await _key(request, state, cid))
     if turns is None:
         raise _no_conversation(cid)
     stored = [
@@ -259,7 +259,7 @@ async def delete_conversation(request: Request) -> Response:
     cid = path_conversation_id(request)
     key = await _key(request, state, cid)
     async with state.runtime.locks.hold(key):
-        deleted = await state.runtime.store.delete(key)
+        deleted = await state.runtime.conversations.delete(key)
     if not deleted:
         raise _no_conversation(cid)
     return Response(status_code=204)
@@ -272,7 +272,7 @@ async def rename_conversation(request: Request) -> Response:
     cid = path_conversation_id(request)
     key = await _key(request, state, cid)
     title = (await parse_body(request, RenameRequest)).title  # checked: check_title
-    if not await state.runtime.store.rename(key, title):
+    if not await state.runtime.conversations.rename(key, title):
         raise _no_conversation(cid)
     return _json(RenamedOut(id=cid, title=title))
 
@@ -288,7 +288,7 @@ async def delete_last_turn(request: Request) -> Response:
     cid = path_conversation_id(request)
     key = await _key(request, state, cid)
     async with state.runtime.locks.hold(key):
-        removed = await state.runtime.store.delete_last_turn(key)
+        removed = await state.runtime.conversations.delete_last_turn(key)
     if not removed:
         raise _no_conversation(cid)
     return Response(status_code=204)

@@ -3,8 +3,10 @@
 A client that lost an answer (a timeout, a dropped connection, a 503 from a proxy while a
 replica was replaced) retries with the same key; the turn then runs once. Per caller
 (:func:`~generic_framework.service.callers.caller_id`: the signed-in user, and the key used)
-and key, in the conversation store so every replica sees it
-(:mod:`~generic_framework.store.keys`, docs/design/0608):
+and key, as a claim of the store so every replica sees it (:mod:`~generic_framework.store.keys`,
+docs/design/0608). The store keeps the claim opaque: the header's key, the request's
+:func:`fingerprint` (the claim's tag) and the answer kept (its value: :func:`kept`, read back by
+:func:`answer_of`) are this module's.
 
 - **New key**: claimed, and the request runs under a lease that a background task renews.
   A completed answer is kept for a day (:data:`~generic_framework.store.keys.KEEP_SECONDS`):
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import logging
 import math
 from collections.abc import Awaitable, Callable
@@ -38,16 +42,20 @@ from generic_framework.service.callers import caller_id
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.state import state_of
 from generic_framework.service.streaming import DONE, KEEPALIVE, SSE_HEADERS, TurnStream
-from generic_framework.store.base import ConversationStore
-from generic_framework.store.keys import (
-    KEEP_SECONDS,
-    LEASE_SECONDS,
-    Claim,
-    check_key,
-    fingerprint,
-)
+from generic_framework.store.keys import KEEP_SECONDS, LEASE_SECONDS, Claim, ClaimStore
 
-__all__ = ["HEADER", "REPLAYED_HEADER", "RETRY_AFTER_MAX", "idempotent", "request_key"]
+__all__ = [
+    "HEADER",
+    "KEY_MAX",
+    "REPLAYED_HEADER",
+    "RETRY_AFTER_MAX",
+    "answer_of",
+    "check_key",
+    "fingerprint",
+    "idempotent",
+    "kept",
+    "request_key",
+]
 
 logger = logging.getLogger("generic_framework.service")
 
@@ -55,6 +63,56 @@ HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 RETRY_AFTER_MAX = 5
 """The longest ``Retry-After`` of a 409: a running turn usually ends sooner than its lease."""
+KEY_MAX = 255
+"""The longest key accepted (Stripe's limit too)."""
+
+
+def check_key(value: str) -> str:
+    """The key of an ``Idempotency-Key`` header: 1-:data:`KEY_MAX` visible ASCII characters,
+    the quotes of a structured-field string (``"abc"``, as the IETF draft writes it) removed.
+
+    Raises:
+        ValueError: empty, too long, or with other characters.
+    """
+    key = value.strip()
+    if len(key) >= 2 and key[0] == key[-1] == '"':
+        key = key[1:-1]
+    if not 1 <= len(key) <= KEY_MAX or not all("!" <= ch <= "~" for ch in key):
+        raise ValueError(
+            f"the Idempotency-Key header must be 1-{KEY_MAX} visible ASCII characters (e.g. a UUID)"
+        )
+    return key
+
+
+def fingerprint(method: str, path: str, body: bytes) -> str:
+    """A SHA-256 over the request: method, path and the JSON body in canonical form (key order
+    and spacing do not count); a body that is not JSON counts byte for byte."""
+    try:
+        canonical = json.dumps(
+            json.loads(body), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+    except ValueError:
+        canonical = body
+    digest = hashlib.sha256(f"{method} {path}\n".encode())
+    digest.update(canonical)
+    return digest.hexdigest()
+
+
+def kept(status: int, content_type: str, body: bytes) -> bytes:
+    """What the store keeps of an answer (a claim's opaque value): ``<status> <type>``, a
+    newline, then the body."""
+    return f"{status} {content_type}\n".encode() + body
+
+
+def answer_of(value: bytes) -> tuple[int, str, bytes]:
+    """The status, content type and body of a kept answer (see :func:`kept`); a value kept
+    before answers carried their status is its body alone (a stream's frames, or JSON)."""
+    head, _, body = value.partition(b"\n")
+    status, _, content_type = head.decode(errors="replace").partition(" ")
+    if not (status.isdigit() and "/" in content_type):
+        stream = value.startswith(b"data: ")
+        return 200, "text/event-stream" if stream else "application/json", value
+    return int(status), content_type, body
 
 
 def request_key(request: Request) -> str | None:
@@ -77,7 +135,7 @@ class _Lease:
     or released (once). A store failure here is logged, never raised: the answer still goes
     out, and a key that could not be written ends with its lease."""
 
-    def __init__(self, store: ConversationStore, caller: str, key: str, token: str) -> None:
+    def __init__(self, store: ClaimStore, caller: str, key: str, token: str) -> None:
         self.store = store
         self.caller = caller
         self.key = key
@@ -109,13 +167,13 @@ class _Lease:
         if not self._end():
             return
         try:
-            kept = await self.store.finish_key(
-                self.caller, self.key, self.token, status, content_type, body
+            finished = await self.store.finish_key(
+                self.caller, self.key, self.token, kept(status, content_type, body)
             )
         except Exception as exc:
             logger.warning("could not keep the answer of an idempotency key: %s", exc)
             return
-        if not kept:
+        if not finished:
             logger.warning("an idempotency key was taken over before its answer was kept")
 
     async def release(self) -> None:
@@ -157,12 +215,11 @@ class _RecordedStream(Response):
 
 
 def _replayed(claim: Claim) -> Response:
+    status, content_type, body = answer_of(claim.value)
     headers = {REPLAYED_HEADER: "true"}
-    if claim.content_type.startswith("text/event-stream"):
+    if content_type.startswith("text/event-stream"):
         headers.update(SSE_HEADERS)
-    return Response(
-        claim.body, status_code=claim.status, media_type=claim.content_type, headers=headers
-    )
+    return Response(body, status_code=status, media_type=content_type, headers=headers)
 
 
 def _refusal(claim: Claim) -> ServiceError:
@@ -196,11 +253,11 @@ async def idempotent(request: Request, run: Callable[[], Awaitable[Response]]) -
     key = request_key(request)
     if key is None:
         return await run()
-    store = state_of(request).runtime.store
+    store = state_of(request).runtime.claims
     caller = caller_id(request)
     mark = fingerprint(request.method, request.url.path, await request.body())
     claim = await store.claim_key(caller, key, mark, lease=LEASE_SECONDS, keep=KEEP_SECONDS)
-    if claim.outcome == "replay":
+    if claim.outcome == "done":
         return _replayed(claim)
     if claim.outcome != "run":
         raise _refusal(claim)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from generic_framework.limits import check_conversation_id
 from generic_framework.store.chats import ChatAdmin, ChatStore
-from generic_framework.store.keys import KeyStore
+from generic_framework.store.keys import ClaimStore
 from generic_framework.store.users import UserAdmin
 from generic_framework.wire.messages import Message
 
@@ -31,6 +31,7 @@ __all__ = [
     "ConversationDump",
     "ConversationStore",
     "ConversationSummary",
+    "Conversations",
     "HeldConversation",
     "SourceRecord",
     "StoreAdmin",
@@ -417,8 +418,17 @@ class StoreAdmin(Protocol):
         ...
 
 
-class ConversationStore(TurnStore, StoreAdmin, KeyStore, UserAdmin, ChatStore, ChatAdmin, Protocol):
-    """Every side: what each backend (SQLite, PostgreSQL) implements and the Runtime owns
-    (conversations; the users and keys that own them, :class:`~.users.UserAdmin`; the
-    idempotency keys of turn requests, :class:`~.keys.KeyStore`; the chat platforms' chats
-    and claimed updates, :class:`~.chats.ChatStore` and :class:`~.chats.ChatAdmin`)."""
+class Conversations(TurnStore, StoreAdmin, Protocol):
+    """The stored conversations: a turn's side and the administration's."""
+
+
+class ConversationStore(Conversations, ClaimStore, UserAdmin, ChatStore, ChatAdmin, Protocol):
+    """What each backend (SQLite, PostgreSQL) implements and the Runtime owns, whole: the
+    conversations (:class:`Conversations`), the users and keys that own them
+    (:class:`~.users.UserAdmin`), claims (:class:`~.keys.ClaimStore`), the chat platforms'
+    chats and claimed updates (:class:`~.chats.ChatStore`, :class:`~.chats.ChatAdmin`).
+
+    Nothing that only uses one part takes it whole: the runtime hands each part out on its own
+    (:attr:`~generic_framework.core.resources.Resources.conversations`, ``users``,
+    ``chat_states``, ``claims``), and the backups and copies of ``generic-framework db`` are
+    what takes the store whole."""

@@ -331,36 +331,34 @@ class PostgresStore(PostgresUsers, PostgresChats):
             (version,) = await cursor.fetchone()
             return int(version)
 
-    # ------------------------------------------------------------------ idempotency keys
+    # ------------------------------------------------------------------ claims
 
     async def claim_key(
-        self, caller: str, key: str, fingerprint: str, *, lease: float, keep: float
+        self, owner: str, key: str, tag: str, *, lease: float, keep: float
     ) -> Claim:
-        """Claim an idempotency key (:class:`~generic_framework.store.keys.KeyStore`), once
+        """Claim ``key`` (:class:`~generic_framework.store.keys.ClaimStore`), once
         across replicas; expired keys are purged first when a purge is due."""
         if time.monotonic() >= self._next_purge:
             self._next_purge = time.monotonic() + PURGE_EVERY
             async with self._connection() as conn:
                 await postgres_keys.purge(conn)
         async with self._connection() as conn:
-            return await postgres_keys.claim(conn, caller, key, fingerprint, lease, keep)
+            return await postgres_keys.claim(conn, owner, key, tag, lease, keep)
 
-    async def renew_key(self, caller: str, key: str, token: str, *, lease: float) -> bool:
+    async def renew_key(self, owner: str, key: str, token: str, *, lease: float) -> bool:
         """Extend a running claim's lease; False when it is no longer this claim's."""
         async with self._connection() as conn:
-            return await postgres_keys.renew(conn, caller, key, token, lease)
+            return await postgres_keys.renew(conn, owner, key, token, lease)
 
-    async def finish_key(
-        self, caller: str, key: str, token: str, status: int, content_type: str, body: bytes
-    ) -> bool:
-        """Keep a claimed key's response; False when the claim is no longer this one's."""
+    async def finish_key(self, owner: str, key: str, token: str, value: bytes) -> bool:
+        """Keep a claim's value; False when the claim is no longer this one's."""
         async with self._connection() as conn:
-            return await postgres_keys.finish(conn, caller, key, token, status, content_type, body)
+            return await postgres_keys.finish(conn, owner, key, token, value)
 
-    async def release_key(self, caller: str, key: str, token: str) -> None:
-        """Forget a claimed key: a retry runs again."""
+    async def release_key(self, owner: str, key: str, token: str) -> None:
+        """Forget a claim: a retry claims it again."""
         async with self._connection() as conn:
-            await postgres_keys.release(conn, caller, key, token)
+            await postgres_keys.release(conn, owner, key, token)
 
     @property
     def latest_version(self) -> int:

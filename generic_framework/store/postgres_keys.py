@@ -1,4 +1,6 @@
-"""The PostgreSQL side of the idempotency keys (:mod:`~generic_framework.store.keys`).
+"""The PostgreSQL side of the claims (:mod:`~generic_framework.store.keys`): a claim's tag is
+kept in the ``fingerprint`` column and its value in ``body`` (``status`` and ``content_type``,
+from when the store kept HTTP answers, are no longer written).
 
 A claim is one transaction on a pooled connection that first takes a transaction-scoped
 advisory lock on the (caller, key) pair: replicas claiming the same key at the same moment
@@ -17,15 +19,13 @@ __all__ = ["claim", "finish", "purge", "release", "renew"]
 
 _SELECT = (
     "SELECT fingerprint, state, extract(epoch FROM lease_until - now()),"
-    " expires_at <= now(), status, content_type, body"
+    " expires_at <= now(), body"
     " FROM idempotency_keys WHERE caller = %s AND key = %s"
 )
 
 
-async def claim(
-    conn: Any, caller: str, key: str, fingerprint: str, lease: float, keep: float
-) -> Claim:
-    """:meth:`~generic_framework.store.keys.KeyStore.claim_key` in the connection's
+async def claim(conn: Any, caller: str, key: str, tag: str, lease: float, keep: float) -> Claim:
+    """:meth:`~generic_framework.store.keys.ClaimStore.claim_key` in the connection's
     transaction (the pool commits it when the connection comes back)."""
     lock = advisory_key("idempotency", f"{caller}\n{key}")
     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
@@ -41,14 +41,14 @@ async def claim(
             "INSERT INTO idempotency_keys (caller, key, fingerprint, state, token, lease_until,"
             " expires_at) VALUES (%s, %s, %s, 'running', %s, now() + make_interval(secs => %s),"
             " now() + make_interval(secs => %s))",
-            (caller, key, fingerprint, token, lease, keep),
+            (caller, key, tag, token, lease, keep),
         )
         return Claim("run", token)
-    held_fingerprint, state, remaining, _, status, content_type, body = row
-    if held_fingerprint != fingerprint:
+    held_tag, state, remaining, _, value = row
+    if held_tag != tag:
         return Claim("mismatch")
     if state == "done":
-        return Claim("replay", status=status, content_type=content_type, body=bytes(body))
+        return Claim("done", value=bytes(value))
     if remaining > 0:
         return Claim("running", retry_after=float(remaining))
     # The holder's lease lapsed (its replica died mid-turn): this request takes the key over.
@@ -70,14 +70,12 @@ async def renew(conn: Any, caller: str, key: str, token: str, lease: float) -> b
     return bool(cursor.rowcount)
 
 
-async def finish(
-    conn: Any, caller: str, key: str, token: str, status: int, content_type: str, body: bytes
-) -> bool:
-    """Keep a claimed key's response."""
+async def finish(conn: Any, caller: str, key: str, token: str, value: bytes) -> bool:
+    """Keep a claim's value."""
     cursor = await conn.execute(
-        "UPDATE idempotency_keys SET state = 'done', status = %s, content_type = %s, body = %s"
+        "UPDATE idempotency_keys SET state = 'done', body = %s"
         " WHERE caller = %s AND key = %s AND token = %s AND state = 'running'",
-        (status, content_type, body, caller, key, token),
+        (value, caller, key, token),
     )
     return bool(cursor.rowcount)
 

@@ -233,35 +233,29 @@ class SQLiteStore(SQLiteUsers, SQLiteChats):
             self._run, sqlite_conversations.delete_last_turn, conversation_id
         )
 
-    # ------------------------------------------------------------------ idempotency keys
+    # ------------------------------------------------------------------ claims
 
     async def claim_key(
-        self, caller: str, key: str, fingerprint: str, *, lease: float, keep: float
+        self, owner: str, key: str, tag: str, *, lease: float, keep: float
     ) -> Claim:
-        """Claim an idempotency key (:class:`~generic_framework.store.keys.KeyStore`); expired
+        """Claim ``key`` (:class:`~generic_framework.store.keys.ClaimStore`); expired
         keys are purged first when a purge is due."""
         if time.monotonic() >= self._next_purge:
             self._next_purge = time.monotonic() + PURGE_EVERY
             await self._offload.run(self._run, sqlite_keys.purge)
-        return await self._offload.run(
-            self._run, sqlite_keys.claim, caller, key, fingerprint, lease, keep
-        )
+        return await self._offload.run(self._run, sqlite_keys.claim, owner, key, tag, lease, keep)
 
-    async def renew_key(self, caller: str, key: str, token: str, *, lease: float) -> bool:
+    async def renew_key(self, owner: str, key: str, token: str, *, lease: float) -> bool:
         """Extend a running claim's lease; False when it is no longer this claim's."""
-        return await self._offload.run(self._run, sqlite_keys.renew, caller, key, token, lease)
+        return await self._offload.run(self._run, sqlite_keys.renew, owner, key, token, lease)
 
-    async def finish_key(
-        self, caller: str, key: str, token: str, status: int, content_type: str, body: bytes
-    ) -> bool:
-        """Keep a claimed key's response; False when the claim is no longer this one's."""
-        return await self._offload.run(
-            self._run, sqlite_keys.finish, caller, key, token, status, content_type, body
-        )
+    async def finish_key(self, owner: str, key: str, token: str, value: bytes) -> bool:
+        """Keep a claim's value; False when the claim is no longer this one's."""
+        return await self._offload.run(self._run, sqlite_keys.finish, owner, key, token, value)
 
-    async def release_key(self, caller: str, key: str, token: str) -> None:
-        """Forget a claimed key: a retry runs again."""
-        await self._offload.run(self._run, sqlite_keys.release, caller, key, token)
+    async def release_key(self, owner: str, key: str, token: str) -> None:
+        """Forget a claim: a retry claims it again."""
+        await self._offload.run(self._run, sqlite_keys.release, owner, key, token)
 
     def close(self) -> None:
         """Close the connection; a later call opens a new one."""

@@ -1,4 +1,6 @@
-"""The SQLite side of the idempotency keys (:mod:`~generic_framework.store.keys`).
+"""The SQLite side of the claims (:mod:`~generic_framework.store.keys`): a claim's tag is kept
+in the ``fingerprint`` column and its value in ``body`` (``status`` and ``content_type``, from
+when the store kept HTTP answers, are no longer written).
 
 Each operation is one ``BEGIN IMMEDIATE`` transaction on the store's connection, run in its
 worker thread: processes sharing the file claim a key one at a time. Times are seconds since
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["claim", "finish", "purge", "release", "renew", "write_one"]
 
 _SELECT = (
-    "SELECT fingerprint, state, lease_until, expires_at, status, content_type, body"
+    "SELECT fingerprint, state, lease_until, expires_at, body"
     " FROM idempotency_keys WHERE caller = ? AND key = ?"
 )
 
@@ -37,12 +39,12 @@ def write_one(db: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> int:
 
 
 def claim(
-    db: sqlite3.Connection, caller: str, key: str, fingerprint: str, lease: float, keep: float
+    db: sqlite3.Connection, caller: str, key: str, tag: str, lease: float, keep: float
 ) -> Claim:
-    """:meth:`~generic_framework.store.keys.KeyStore.claim_key` in one transaction."""
+    """:meth:`~generic_framework.store.keys.ClaimStore.claim_key` in one transaction."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        result = _claim(db, caller, key, fingerprint, lease, keep, time.time())
+        result = _claim(db, caller, key, tag, lease, keep, time.time())
     except BaseException:
         db.execute("ROLLBACK")
         raise
@@ -54,7 +56,7 @@ def _claim(
     db: sqlite3.Connection,
     caller: str,
     key: str,
-    fingerprint: str,
+    tag: str,
     lease: float,
     keep: float,
     now: float,
@@ -68,14 +70,14 @@ def _claim(
         db.execute(
             "INSERT INTO idempotency_keys (caller, key, fingerprint, state, token, lease_until,"
             " expires_at, created_at) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)",
-            (caller, key, fingerprint, token, now + lease, now + keep, now),
+            (caller, key, tag, token, now + lease, now + keep, now),
         )
         return Claim("run", token)
-    held_fingerprint, state, lease_until, _, status, content_type, body = row
-    if held_fingerprint != fingerprint:
+    held_tag, state, lease_until, _, value = row
+    if held_tag != tag:
         return Claim("mismatch")
     if state == "done":
-        return Claim("replay", status=status, content_type=content_type, body=bytes(body))
+        return Claim("done", value=bytes(value))
     if lease_until > now:
         return Claim("running", retry_after=lease_until - now)
     # The holder's lease lapsed (its replica died mid-turn): this request takes the key over.
@@ -95,21 +97,13 @@ def renew(db: sqlite3.Connection, caller: str, key: str, token: str, lease: floa
     return write_one(db, sql, (time.time() + lease, caller, key, token)) > 0
 
 
-def finish(
-    db: sqlite3.Connection,
-    caller: str,
-    key: str,
-    token: str,
-    status: int,
-    content_type: str,
-    body: bytes,
-) -> bool:
-    """Keep a claimed key's response."""
+def finish(db: sqlite3.Connection, caller: str, key: str, token: str, value: bytes) -> bool:
+    """Keep a claim's value."""
     sql = (
-        "UPDATE idempotency_keys SET state = 'done', status = ?, content_type = ?, body = ?"
+        "UPDATE idempotency_keys SET state = 'done', body = ?"
         " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
     )
-    return write_one(db, sql, (status, content_type, body, caller, key, token)) > 0
+    return write_one(db, sql, (value, caller, key, token)) > 0
 
 
 def release(db: sqlite3.Connection, caller: str, key: str, token: str) -> None:

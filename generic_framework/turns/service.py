@@ -166,8 +166,8 @@ class TurnService:
 
     @property
     def users(self) -> UserAdmin:
-        """Where the limits are counted: the runtime's store."""
-        return self.resources.store
+        """Where the limits are counted: the runtime's users."""
+        return self.resources.users
 
     def add_hooks(self, hooks: TurnHooks) -> None:
         """Give every later turn ``hooks`` too (after those added before)."""

@@ -14,6 +14,8 @@ import httpx
 import pytest
 from service_processes import TOKEN, Process, bot_process, mock_process
 
+from generic_framework.service.idempotency import answer_of, check_key, fingerprint, kept
+
 pytestmark = pytest.mark.e2e
 
 CAPITAL = "What is the capital of Canada?"
@@ -251,3 +253,36 @@ def test_two_services_on_one_postgresql_run_a_raced_key_once(
             assert _turns(one, cid) == 1
         rows = postgres_server.query(url, "SELECT count(*), min(state) FROM idempotency_keys")
         assert rows == [(3, "done")]
+
+
+def test_key_header_rules() -> None:
+    assert check_key(' "8e03978e-40d5" ') == "8e03978e-40d5"
+    assert check_key("abc") == "abc"
+    for bad in ("", '""', "a b", "x" * 256, "é"):
+        try:
+            check_key(bad)
+        except ValueError as exc:
+            assert "Idempotency-Key" in str(exc)
+        else:
+            raise AssertionError(bad)
+
+
+def test_fingerprint_ignores_json_spacing_and_key_order_only() -> None:
+    a = fingerprint("POST", "/v1/x", b'{"a": 1, "b": [1, 2]}')
+    assert a == fingerprint("POST", "/v1/x", b'{"b":[1,2],"a":1}')
+    assert a != fingerprint("POST", "/v1/x", b'{"a": 1, "b": [2, 1]}')
+    assert a != fingerprint("POST", "/v1/y", b'{"a": 1, "b": [1, 2]}')
+    assert fingerprint("POST", "/v1/x", b"not json") != fingerprint("POST", "/v1/x", b"not  json")
+
+
+def test_a_kept_answer_reads_back_whole() -> None:
+    body = b'data: {"a": 1}\n\ndata: [DONE]\n\n'
+    assert answer_of(kept(200, "text/event-stream; charset=utf-8", body)) == (
+        200,
+        "text/event-stream; charset=utf-8",
+        body,
+    )
+    assert answer_of(kept(502, "application/json", b"{}")) == (502, "application/json", b"{}")
+    # An answer kept before the status went with it: its body alone.
+    assert answer_of(b'{"id": "x"}') == (200, "application/json", b'{"id": "x"}')
+    assert answer_of(body) == (200, "text/event-stream", body)

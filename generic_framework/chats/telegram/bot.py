@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from typing import cast
 
 from telegram import BotCommand, Update
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
@@ -31,7 +30,6 @@ from generic_framework.chats.telegram.handlers import REQUEST_ID, Handlers
 from generic_framework.chats.telegram.settings import TelegramSettings
 from generic_framework.redaction import redact
 from generic_framework.runtime import Runtime
-from generic_framework.store.chats import ChatStore
 from generic_framework.telemetry.logs import RedactingFilter
 from generic_framework.telemetry.metrics import Metrics
 
@@ -174,7 +172,7 @@ class TelegramBot:
             )
 
     async def _claim(self, update_id: int) -> bool:
-        return await cast(ChatStore, self.runtime.store).claim_update(PLATFORM, update_id)
+        return await self.runtime.chat_states.claim_update(PLATFORM, update_id)
 
     def _lane_failed(self, key: str, exc: BaseException) -> None:
         self.metrics.telegram_update("failed")

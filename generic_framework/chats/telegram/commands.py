@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import cast
 
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup
 
@@ -19,7 +18,7 @@ from generic_framework.chats.telegram.delivery import Delivery
 from generic_framework.chats.telegram.live import ChatRef
 from generic_framework.quotas import remaining_today
 from generic_framework.runtime import Runtime
-from generic_framework.store.chats import ChatState, ChatStore
+from generic_framework.store.chats import ChatState
 from generic_framework.store.users import User
 
 __all__ = [
@@ -70,13 +69,9 @@ def new_conversation_id() -> str:
     return "tg" + uuid.uuid4().hex[:12]
 
 
-def _store(runtime: Runtime) -> ChatStore:
-    return cast(ChatStore, runtime.store)
-
-
 async def chat_state(runtime: Runtime, key: str) -> ChatState:
     """The chat's state, made (a fresh conversation, the default persona) on first use."""
-    store = _store(runtime)
+    store = runtime.chat_states
     state = await store.chat_state(PLATFORM, key)
     if state is None:
         state = ChatState(new_conversation_id(), None)
@@ -112,7 +107,7 @@ async def run_command(ctx: CommandContext, name: str, argument: str) -> None:
     elif name == "new":
         state = await chat_state(ctx.runtime, ctx.key)
         fresh = ChatState(new_conversation_id(), state.persona)
-        await _store(ctx.runtime).set_chat_state(PLATFORM, ctx.key, fresh)
+        await ctx.runtime.chat_states.set_chat_state(PLATFORM, ctx.key, fresh)
         await _say(ctx, "Started a new conversation: I have forgotten what was said before.")
     elif name == "persona":
         await _persona(ctx, argument.strip())
@@ -151,7 +146,7 @@ def _current(runtime: Runtime, state: ChatState) -> str:
 
 async def _set_persona(runtime: Runtime, key: str, name: str) -> None:
     state = await chat_state(runtime, key)
-    await _store(runtime).set_chat_state(PLATFORM, key, ChatState(state.conversation_id, name))
+    await runtime.chat_states.set_chat_state(PLATFORM, key, ChatState(state.conversation_id, name))
 
 
 async def choose_persona(ctx: CommandContext, query_id: str, data: str, message_id: int) -> None:
@@ -171,7 +166,7 @@ async def choose_persona(ctx: CommandContext, query_id: str, data: str, message_
 
 
 async def _usage(ctx: CommandContext) -> str:
-    left = await remaining_today(ctx.user, ctx.runtime.store, ctx.runtime.settings)
+    left = await remaining_today(ctx.user, ctx.runtime.users, ctx.runtime.settings)
     lines = [f"Today (UTC) you used {left.used_tokens} tokens and {left.used_searches} searches."]
     lines.append(
         "Tokens: no daily limit." if left.tokens is None else f"Tokens left today: {left.tokens}."

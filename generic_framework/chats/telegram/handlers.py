@@ -147,7 +147,7 @@ class Handlers:
     async def _context(self, incoming: Incoming) -> CommandContext:
         sender = incoming.message.from_user
         assert sender is not None
-        user = await platform_user(self.runtime.store, PLATFORM, sender.id)
+        user = await platform_user(self.runtime.users, PLATFORM, sender.id)
         return CommandContext(
             self.runtime, self.bot, self.delivery, incoming.chat, incoming.key, user
         )
@@ -167,7 +167,7 @@ class Handlers:
         if isinstance(message, Message):
             chat = ChatRef(message.chat.id, thread_of(message), chat.private)
             key = chat_key(message)
-        user = await platform_user(self.runtime.store, PLATFORM, query.from_user.id)
+        user = await platform_user(self.runtime.users, PLATFORM, query.from_user.id)
         ctx = CommandContext(self.runtime, self.bot, self.delivery, chat, key, user)
         await choose_persona(ctx, query.id, query.data or "", message.message_id)
         return "answered"
@@ -181,7 +181,7 @@ class Handlers:
         """Run one turn of the chat's persona and show it live (see the module's docstring)."""
         sender = incoming.message.from_user
         assert sender is not None
-        store = self.runtime.store
+        store = self.runtime.users
         user = await platform_user(store, PLATFORM, sender.id)
         owner = user
         if not incoming.chat.private:
