@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "APIError": "generic_framework.wire.errors",
     "APIStatusError": "generic_framework.wire.errors",
     "APITimeoutError": "generic_framework.wire.errors",
+    "Ask": "generic_framework.turns",
     "AuthenticationError": "generic_framework.wire.errors",
     "BadRequestError": "generic_framework.wire.errors",
     "Citation": "generic_framework.core.reply",
@@ -41,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "OutputSchemaError": "generic_framework.errors",
     "Persona": "generic_framework.core.persona",
     "PersonaEvent": "generic_framework.core.events",
+    "PersonaNotAllowed": "generic_framework.turns",
     "PersonaSpec": "generic_framework.core.spec",
     "QuotaExceededError": "generic_framework.wire.errors",
     "RateLimitError": "generic_framework.wire.errors",
@@ -60,7 +62,10 @@ _EXPORTS: dict[str, str] = {
     "ToolFinished": "generic_framework.core.events",
     "ToolLoopError": "generic_framework.errors",
     "ToolResult": "generic_framework.core.reply",
+    "TurnHooks": "generic_framework.core.hooks",
     "TurnOptions": "generic_framework.core.options",
+    "TurnRefused": "generic_framework.turns",
+    "TurnService": "generic_framework.turns",
     "UpstreamBusyError": "generic_framework.wire.errors",
     "WebSearch": "generic_framework.tools",
     "load_dotenv": "generic_framework.config",
@@ -81,6 +86,7 @@ if TYPE_CHECKING:
     from generic_framework.core.events import RoundStarted as RoundStarted
     from generic_framework.core.events import TextDelta as TextDelta
     from generic_framework.core.events import ToolFinished as ToolFinished
+    from generic_framework.core.hooks import TurnHooks as TurnHooks
     from generic_framework.core.loader import load_persona as load_persona
     from generic_framework.core.loader import load_personas as load_personas
     from generic_framework.core.options import TurnOptions as TurnOptions
@@ -107,6 +113,10 @@ if TYPE_CHECKING:
     from generic_framework.tools import WebSearch as WebSearch
     from generic_framework.tools import tool as tool
     from generic_framework.tools.base import ToolError as ToolError
+    from generic_framework.turns import Ask as Ask
+    from generic_framework.turns import PersonaNotAllowed as PersonaNotAllowed
+    from generic_framework.turns import TurnRefused as TurnRefused
+    from generic_framework.turns import TurnService as TurnService
     from generic_framework.wire.client import GLMClient as GLMClient
     from generic_framework.wire.errors import APIConnectionError as APIConnectionError
     from generic_framework.wire.errors import APIError as APIError

@@ -9,18 +9,19 @@ runtime's locks; ``DELETE`` takes the same lock.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-
-from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
-from generic_framework.core.events import PersonaEvent
-from generic_framework.service.callers import acting_for, caller_of
+from generic_framework.service.callers import acting_for, caller_of, conversation_for
 from generic_framework.service.client_request import client_turn
 from generic_framework.service.errors import ServiceError, not_allowed
 from generic_framework.service.idempotency import idempotent
-from generic_framework.service.mapping import chat_completion, conversation_body, turn_body
+from generic_framework.service.mapping import (
+    chat_completion,
+    conversation_body,
+    json_response,
+    turn_body,
+)
 from generic_framework.service.requests import checked_text, parse_body, path_conversation_id
 from generic_framework.service.schemas import (
     ChatCompletionRequest,
@@ -35,7 +36,7 @@ from generic_framework.service.schemas import (
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
 from generic_framework.service.streaming import turn_stream
 from generic_framework.store.base import LIST_LIMIT_MAX, StoredMessage
-from generic_framework.store.users import conversation_key, split_key
+from generic_framework.store.users import split_key
 from generic_framework.turns import Ask, allowed
 
 __all__ = [
@@ -50,33 +51,6 @@ __all__ = [
     "post_message",
     "rename_conversation",
 ]
-
-
-def _json(model: BaseModel, status: int = 200) -> Response:
-    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
-
-
-def _stream(
-    state: ServiceState,
-    events: AsyncGenerator[PersonaEvent, None],
-    model: str,
-    cid: str | None,
-    *,
-    footer: bool = False,
-    include_usage: bool = False,
-) -> Response:
-    """The streamed answer: a :class:`~generic_framework.service.streaming.TurnStream`;
-    ``footer`` and ``include_usage`` as ``/v1/chat/completions`` asked."""
-    settings = state.settings
-    return turn_stream(
-        events,
-        model,
-        cid,
-        grace=settings.bot_stream_grace,
-        keepalive=settings.bot_stream_keepalive,
-        footer=footer,
-        include_usage=include_usage,
-    )
 
 
 def _persona(state: ServiceState, name: str, param: str) -> PersonaLike:
@@ -98,13 +72,6 @@ def _no_conversation(conversation_id: str) -> ServiceError:
     return ServiceError(404, f"no conversation {conversation_id!r}", code="conversation_not_found")
 
 
-async def _key(request: Request, state: ServiceState, conversation_id: str) -> str:
-    """Where the store keeps the conversation the request names: the caller's own, or the
-    ``?user=`` user's for an admin (service/callers.py)."""
-    owner = await acting_for(request, state.runtime.users)
-    return conversation_key(owner, conversation_id)
-
-
 async def list_models(request: Request) -> Response:
     """``GET /v1/models``: the personas, as OpenAI models."""
     state = state_of(request)
@@ -114,7 +81,7 @@ async def list_models(request: Request) -> Response:
         for name, persona in sorted(state.personas.items())
         if allowed(caller, name)
     ]
-    return _json(ModelListOut(data=data))
+    return json_response(ModelListOut(data=data))
 
 
 async def get_model(request: Request) -> Response:
@@ -125,7 +92,7 @@ async def get_model(request: Request) -> Response:
     persona = _persona(state, name, "model")
     if not allowed(caller_of(request), name):
         raise not_allowed(name, "model")
-    return _json(ModelOut(id=name, description=persona.description or ""))
+    return json_response(ModelOut(id=name, description=persona.description or ""))
 
 
 async def chat_completions(request: Request) -> Response:
@@ -149,7 +116,7 @@ async def chat_completions(request: Request) -> Response:
         allow_system=getattr(persona, "allow_client_system", True),
         max_tool_rounds=getattr(persona, "max_tool_rounds", None),
     )
-    key = None if cid is None else await _key(request, state, cid)
+    key = None if cid is None else await conversation_for(request, state.runtime.users, cid)
     ask = Ask(persona, turn.text, caller_of(request), key, turn.history, turn.options)
     footer = body.sources_footer
     if footer is None:
@@ -159,9 +126,12 @@ async def chat_completions(request: Request) -> Response:
         if body.stream:
             events = await state.runtime.turns.stream(ask)
             usage = turn.include_usage
-            return _stream(state, events, body.model, cid, footer=footer, include_usage=usage)
+            settings = state.settings
+            return turn_stream(
+                events, body.model, cid, settings, footer=footer, include_usage=usage
+            )
         reply = await state.runtime.turns.respond(ask)
-        return _json(chat_completion(reply, body.model, cid, footer=footer))
+        return json_response(chat_completion(reply, body.model, cid, footer=footer))
 
     return await idempotent(request, run)
 
@@ -171,7 +141,7 @@ async def post_message(request: Request) -> Response:
     ``Idempotency-Key`` a retry gets the first answer (service/idempotency.py)."""
     state = state_of(request)
     cid = path_conversation_id(request)
-    key = await _key(request, state, cid)
+    key = await conversation_for(request, state.runtime.users, cid)
     body = await parse_body(request, TurnRequest)
     persona = _persona(state, body.persona, "persona")
     text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
@@ -179,9 +149,10 @@ async def post_message(request: Request) -> Response:
 
     async def run() -> Response:
         if body.stream:
-            return _stream(state, await state.runtime.turns.stream(ask), body.persona, cid)
+            events = await state.runtime.turns.stream(ask)
+            return turn_stream(events, body.persona, cid, state.settings)
         reply = await state.runtime.turns.respond(ask)
-        return _json(turn_body(reply, body.persona, cid))
+        return json_response(turn_body(reply, body.persona, cid))
 
     return await idempotent(request, run)
 
@@ -231,14 +202,15 @@ async def list_conversations(request: Request) -> Response:
         for c in found
     ]
     following = found[-1].cursor if len(found) == limit else None
-    return _json(ConversationListOut(data=data, next_before=following))
+    return json_response(ConversationListOut(data=data, next_before=following))
 
 
 async def get_conversation(request: Request) -> Response:
     """``GET /v1/conversations/{id}``: the stored messages, oldest first; 404 when unknown."""
     state = state_of(request)
     cid = path_conversation_id(request)
-    turns = await state.runtime.conversations.turns(await _key(request, state, cid))
+    key = await conversation_for(request, state.runtime.users, cid)
+    turns = await state.runtime.conversations.turns(key)
     if turns is None:
         raise _no_conversation(cid)
     stored = [
@@ -246,7 +218,7 @@ async def get_conversation(request: Request) -> Response:
         for t in turns
         for message in t.messages
     ]
-    return _json(conversation_body(cid, stored, turns))
+    return json_response(conversation_body(cid, stored, turns))
 
 
 async def delete_conversation(request: Request) -> Response:
@@ -257,7 +229,7 @@ async def delete_conversation(request: Request) -> Response:
     """
     state = state_of(request)
     cid = path_conversation_id(request)
-    key = await _key(request, state, cid)
+    key = await conversation_for(request, state.runtime.users, cid)
     async with state.runtime.locks.hold(key):
         deleted = await state.runtime.conversations.delete(key)
     if not deleted:
@@ -270,11 +242,11 @@ async def rename_conversation(request: Request) -> Response:
     404 when unknown."""
     state = state_of(request)
     cid = path_conversation_id(request)
-    key = await _key(request, state, cid)
+    key = await conversation_for(request, state.runtime.users, cid)
     title = (await parse_body(request, RenameRequest)).title  # checked: check_title
     if not await state.runtime.conversations.rename(key, title):
         raise _no_conversation(cid)
-    return _json(RenamedOut(id=cid, title=title))
+    return json_response(RenamedOut(id=cid, title=title))
 
 
 async def delete_last_turn(request: Request) -> Response:
@@ -286,7 +258,7 @@ async def delete_last_turn(request: Request) -> Response:
     """
     state = state_of(request)
     cid = path_conversation_id(request)
-    key = await _key(request, state, cid)
+    key = await conversation_for(request, state.runtime.users, cid)
     async with state.runtime.locks.hold(key):
         removed = await state.runtime.conversations.delete_last_turn(key)
     if not removed:

@@ -43,6 +43,7 @@ from generic_framework.store.users import (
     UserAdmin,
     add_or_read,
     check_user_name,
+    conversation_key,
     key_id_of,
     match_key,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "acting_for",
     "caller_id",
     "caller_of",
+    "conversation_for",
     "require_admin",
 ]
 
@@ -235,6 +237,18 @@ def require_admin(request: Request) -> Caller:
             403, "only an admin may do this", type_="permission_error", code="admin_only"
         )
     return caller
+
+
+async def conversation_for(request: Request, users: UserAdmin, conversation_id: str) -> str:
+    """Where the store keeps the conversation the request names: the caller's own, or the
+    ``?user=`` user's for an admin (:func:`acting_for`).
+
+    Raises:
+        ServiceError: as :func:`acting_for`.
+        ValueError: ``conversation_id`` is not a valid id.
+    """
+    owner = await acting_for(request, users)
+    return conversation_key(owner, conversation_id)
 
 
 async def acting_for(request: Request, users: UserAdmin) -> str:

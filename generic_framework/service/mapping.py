@@ -11,6 +11,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel
+from starlette.responses import Response
+
 from generic_framework.core.reply import Citation, Reply
 from generic_framework.service.schemas import (
     ChatCompletionOut,
@@ -33,6 +36,7 @@ __all__ = [
     "completion_id",
     "conversation_body",
     "finish_reason",
+    "json_response",
     "reply_citations",
     "reply_tool_calls",
     "reply_usage",
@@ -42,6 +46,11 @@ __all__ = [
     "turn_body",
     "turn_record_body",
 ]
+
+
+def json_response(model: BaseModel, status: int = 200) -> Response:
+    """``model`` as a JSON response."""
+    return Response(model.model_dump_json(), status_code=status, media_type="application/json")
 
 
 def completion_id() -> str:

@@ -31,6 +31,7 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from generic_framework.config import Settings
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.reply import Reply
 from generic_framework.errors import ToolLoopError
@@ -302,12 +303,14 @@ def turn_stream(
     events: AsyncGenerator[PersonaEvent, None],
     model: str,
     conversation_id: str | None,
+    settings: Settings,
     *,
-    grace: float,
-    keepalive: float,
     footer: bool = False,
     include_usage: bool = False,
 ) -> TurnStream:
-    """The :class:`TurnStream` of a turn's ``events`` (not started: the response runs it)."""
+    """The :class:`TurnStream` of a turn's ``events`` (not started: the response runs it),
+    with the settings' grace and keep-alive (``BOT_STREAM_GRACE``, ``BOT_STREAM_KEEPALIVE``);
+    ``footer`` and ``include_usage`` as ``/v1/chat/completions`` asked."""
     writer = StreamWriter(model, conversation_id, footer=footer, include_usage=include_usage)
+    grace, keepalive = settings.bot_stream_grace, settings.bot_stream_keepalive
     return TurnStream(events, writer, grace=grace, keepalive=keepalive)
