@@ -35,12 +35,7 @@ from generic_framework.core.options import NO_OPTIONS, TurnOptions, schema_instr
 from generic_framework.core.reply import Reply
 from generic_framework.core.resources import Resources
 from generic_framework.core.sanitize import sanitize_history
-from generic_framework.core.spec import (
-    DEFAULT_FINAL_ANSWER_FALLBACK,
-    ClientParameter,
-    ParameterRule,
-    PersonaSpec,
-)
+from generic_framework.core.spec import DEFAULT_FINAL_ANSWER_FALLBACK, PersonaSpec
 from generic_framework.core.tooling import ToolPlan
 from generic_framework.core.turn import Turn, turn_record
 from generic_framework.core.turn_plans import (
@@ -50,9 +45,8 @@ from generic_framework.core.turn_plans import (
     TurnPlans,
     as_stored,
 )
-from generic_framework.errors import ToolLoopError
+from generic_framework.errors import ConfigError, ToolLoopError
 from generic_framework.limits import check_text
-from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.store.users import (
     BOOTSTRAP_USER,
     Caller,
@@ -60,11 +54,9 @@ from generic_framework.store.users import (
     pseudonym,
 )
 from generic_framework.tools.base import FunctionTool
-from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.messages import (
     Message,
     SystemMessage,
-    Thinking,
     UserMessage,
 )
 
@@ -96,27 +88,35 @@ def _upstream_user(caller: Caller | None, options: TurnOptions) -> str | None:
 
 
 class Persona(TurnEngine):
-    """A named assistant: system prompt, tools, web-search settings and the tool loop.
+    """A named assistant: a :class:`PersonaSpec` (its fields), its function tools, the tool loop.
+
+    The spec is the one place a persona's fields are declared: ``persona.spec`` is the
+    :class:`~generic_framework.core.spec.ResolvedSpec` the persona runs (``persona.spec.name``,
+    ``persona.spec.model``, ``persona.spec.web_search``, ...; the settings' values filled in
+    where the spec left a field unset). A new field is added to :class:`PersonaSpec` alone.
 
     Args:
         name: identifies the persona (``^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$``).
         system_prompt: the instructions sent first in every request.
-        tools: function tools (see :func:`~generic_framework.tools.tool`).
-        settings: defaults for the fields below, for a persona with its own runtime;
+        tools: function tools (see :func:`~generic_framework.tools.tool`); the spec's ``tools``
+            are their names.
+        settings: defaults for the spec's unset fields, for a persona with its own runtime;
             :meth:`Settings.defaults` when omitted (pass ``Settings()`` to read the
             environment). With ``runtime``, the runtime's settings are used.
-        model, temperature, thinking, reasoning_effort, max_tool_rounds, web_search,
-            tools_always, mcp_servers,
-            description, final_answer_fallback, allow_client_system: the :class:`PersonaSpec`
-            fields; ``None`` takes the settings' value (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...).
-            A model that cannot take the thinking or reasoning_effort chosen is refused
-            here (:mod:`generic_framework.wire.profiles`).
         runtime: the :class:`~generic_framework.runtime.Runtime` to use (its client, store
             and locks); without one the persona opens its own on first use and closes it in
             :meth:`aclose`.
+        **fields: any other :class:`PersonaSpec` field by its name (``model``,
+            ``temperature``, ``thinking``, ``reasoning_effort``, ``max_tool_rounds``,
+            ``web_search``, ``tools_always``, ``mcp_servers``, ``description``,
+            ``final_answer_fallback``, ``allow_client_system``, ``client_parameters``), checked
+            as a persona file's keys are; unset fields take the settings' values
+            (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...). A model that cannot take the thinking
+            or reasoning_effort chosen is refused here (:mod:`generic_framework.wire.profiles`).
+            A spec already built (a persona file's) goes to :meth:`from_spec`.
 
     Raises:
-        ConfigError: an invalid field or tool set.
+        ConfigError: an unknown or invalid field, or an invalid tool set.
     """
 
     def __init__(
@@ -126,35 +126,20 @@ class Persona(TurnEngine):
         tools: Iterable[FunctionTool] = (),
         settings: Settings | None = None,
         *,
-        model: str | None = None,
-        temperature: float | None = None,
-        thinking: str | Thinking | None = None,
-        reasoning_effort: str | None = None,
-        max_tool_rounds: int | None = None,
-        web_search: WebSearch | bool | None = None,
-        tools_always: bool = False,
-        mcp_servers: Iterable[MCPServerSpec | dict[str, Any]] = (),
-        description: str = "",
-        final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK,
-        allow_client_system: bool = True,
         runtime: Resources | None = None,
+        **fields: Any,
     ) -> None:
         tools = tuple(tools)
+        if "tool_modules" in fields:
+            raise ConfigError(
+                f"persona {name!r}: tool_modules is a persona file's key: pass the tools "
+                "themselves (tools=[...])"
+            )
         spec = PersonaSpec.build(
             name=name,
             system_prompt=system_prompt,
-            description=description,
-            model=model,
-            temperature=temperature,
-            thinking=thinking,
-            reasoning_effort=reasoning_effort,
-            max_tool_rounds=max_tool_rounds,
-            web_search=web_search,
             tools=tuple(getattr(t, "name", repr(t)) for t in tools),
-            tools_always=tools_always,
-            mcp_servers=tuple(mcp_servers),
-            final_answer_fallback=final_answer_fallback,
-            allow_client_system=allow_client_system,
+            **fields,
         )
         self._bind(spec, tools, settings, runtime)
 
@@ -194,79 +179,8 @@ class Persona(TurnEngine):
         self._plans = TurnPlans(resolved, tools, self.runtime)
 
     def __repr__(self) -> str:
-        return f"Persona(name={self.name!r}, model={self.model!r}, tools={len(self.tools)})"
-
-    # ------------------------------------------------------------------ the spec's fields
-
-    @property
-    def name(self) -> str:
-        """The persona's name."""
-        return self.spec.name
-
-    @property
-    def description(self) -> str:
-        """One line for listings."""
-        return self.spec.description
-
-    @property
-    def system_prompt(self) -> str:
-        """The instructions sent first in every request."""
-        return self.spec.system_prompt
-
-    @property
-    def model(self) -> str:
-        """The GLM model id."""
-        return self.spec.model
-
-    @property
-    def temperature(self) -> float | None:
-        """The sampling temperature (``None``: the server default)."""
-        return self.spec.temperature
-
-    @property
-    def thinking(self) -> Thinking | None:
-        """The thinking setting sent with every request, if any."""
-        return self.spec.thinking
-
-    @property
-    def reasoning_effort(self) -> str | None:
-        """The ``reasoning_effort`` sent with every request, if any."""
-        return self.spec.reasoning_effort
-
-    @property
-    def max_tool_rounds(self) -> int:
-        """Tool rounds per turn before the forced final answer."""
-        return self.spec.max_tool_rounds
-
-    @property
-    def web_search(self) -> WebSearch:
-        """How ``//`` messages search (resolved)."""
-        return self.spec.web_search
-
-    @property
-    def tools_always(self) -> bool:
-        """Whether function tools are offered without ``//`` too."""
-        return self.spec.tools_always
-
-    @property
-    def mcp_servers(self) -> tuple[MCPServerSpec, ...]:
-        """The MCP servers whose tools the persona offers (as declared, ``${VAR}`` unexpanded)."""
-        return self.spec.mcp_servers
-
-    @property
-    def final_answer_fallback(self) -> str:
-        """The reply when the model's final answer is empty."""
-        return self.spec.final_answer_fallback
-
-    @property
-    def allow_client_system(self) -> bool:
-        """Whether a foreign history's system messages are accepted (after the own prompt)."""
-        return self.spec.allow_client_system
-
-    @property
-    def client_parameters(self) -> dict[ClientParameter, ParameterRule]:
-        """The OpenAI client parameters the persona file pins (``ignore`` or ``refuse``)."""
-        return dict(self.spec.client_parameters)
+        spec = self.spec
+        return f"Persona(name={spec.name!r}, model={spec.model!r}, tools={len(self.tools)})"
 
     @property
     def settings(self) -> Settings:
@@ -393,7 +307,7 @@ class Persona(TurnEngine):
         foreign = foreign_history(history)
         if foreign.system and not self.spec.allow_client_system:
             raise ValueError(
-                f"persona {self.name!r} does not accept system messages from the caller "
+                f"persona {self.spec.name!r} does not accept system messages from the caller "
                 "(allow_client_system = false in its persona file)"
             )
         return ForeignHistory(foreign.system, as_stored(foreign.messages))
@@ -414,7 +328,8 @@ class Persona(TurnEngine):
         query, plan = self._plans.parse(text)
         if not query:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
-            yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
+            reply = Reply(content=content, model=self.spec.model, conversation_id=conversation_id)
+            yield Done(reply)
             return
         plan = await self._plans.for_turn(plan, options)
         end: TurnEnd | None = None
@@ -436,7 +351,7 @@ class Persona(TurnEngine):
                             yield event
                 if end is not None and end.store and held is not None:
                     record = turn_record(text, end.reply, watch.account, caller)
-                    await held.append_turn(self.name, turn.new, record)
+                    await held.append_turn(self.spec.name, turn.new, record)
         except BaseException as exc:
             watch.failed(exc)
             raise
@@ -472,7 +387,7 @@ class Persona(TurnEngine):
         output = options.json_schema
         extra = [schema_instruction(output)] if output is not None else []
         return Turn(
-            persona=self.name,
+            persona=self.spec.name,
             model=self.runtime.model,
             plan=plan,
             prefix=[*self._system, *system, *extra, *safe],

@@ -187,7 +187,7 @@ async def list_models(request: Request) -> Response:
     state = state_of(request)
     caller = caller_of(request)
     data = [
-        ModelOut(id=name, description=persona.description or "")
+        ModelOut(id=name, description=persona.spec.description or "")
         for name, persona in sorted(state.personas.items())
         if _allowed(caller, name)
     ]
@@ -200,7 +200,7 @@ async def get_model(request: Request) -> Response:
     state = state_of(request)
     name = str(request.path_params["model"])
     persona = _persona(state, name, "model", caller_of(request))
-    return _json(ModelOut(id=name, description=persona.description or ""))
+    return _json(ModelOut(id=name, description=persona.spec.description or ""))
 
 
 async def chat_completions(request: Request) -> Response:
@@ -223,10 +223,10 @@ async def chat_completions(request: Request) -> Response:
     )
     turn = client_turn(
         body,
-        pins=getattr(persona, "client_parameters", {}),
+        pins=persona.spec.client_parameters,
         max_chars=state.settings.bot_max_message_chars,
-        allow_system=getattr(persona, "allow_client_system", True),
-        max_tool_rounds=getattr(persona, "max_tool_rounds", None),
+        allow_system=persona.spec.allow_client_system,
+        max_tool_rounds=persona.spec.max_tool_rounds,
     )
     text, history, options = turn.text, turn.history, turn.options
     key = None if cid is None else await _key(request, state, cid)

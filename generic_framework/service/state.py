@@ -19,6 +19,7 @@ from generic_framework.core.events import PersonaEvent
 from generic_framework.core.history import HistoryItem
 from generic_framework.core.options import TurnOptions
 from generic_framework.core.reply import Reply
+from generic_framework.core.spec import PersonaSpec
 from generic_framework.runtime import Runtime
 from generic_framework.store.users import Caller
 
@@ -34,18 +35,11 @@ class PersonaLike(Protocol):
     """
 
     @property
-    def name(self) -> str:
-        """The persona's name (the API's model id)."""
-        ...
-
-    @property
-    def description(self) -> str:
-        """One line for ``/v1/models``."""
-        ...
-
-    @property
-    def allow_client_system(self) -> bool:
-        """Whether a request's system messages are accepted (after the persona's prompt)."""
+    def spec(self) -> PersonaSpec:
+        """The persona's fields: its name (the API's model id), its description (one line for
+        ``/v1/models``), whether a request's system messages are accepted, the client
+        parameters it pins, its round cap (a :class:`~generic_framework.core.persona.Persona`'s
+        is the resolved spec)."""
         ...
 
     async def respond(

@@ -21,7 +21,7 @@ from generic_framework.core.reply import Reply, ToolResult
 from generic_framework.core.resources import Resources
 from generic_framework.core.spec import PersonaSpec, ResolvedSpec
 from generic_framework.core.turn import Turn
-from generic_framework.errors import ToolLoopError
+from generic_framework.errors import ConfigError, ToolLoopError
 from generic_framework.runtime import Runtime
 from generic_framework.testing import tool_call
 from generic_framework.tools import tool
@@ -237,6 +237,43 @@ def test_a_resolved_spec_has_its_own_type(settings: Settings) -> None:
     assert resolved.web_search.mode == "builtin"
     with pytest.raises(ToolLoopError, match="resolved spec"):
         TurnEngine(spec, tool_timeout=1.0, keep_reasoning=False)  # type: ignore[arg-type]
+
+
+def test_a_persona_s_fields_are_its_spec_s_alone(settings: Settings) -> None:
+    persona = Persona(
+        "p",
+        "S.",
+        [lookup],
+        settings=settings,
+        temperature=0.2,
+        client_parameters={"top_p": "refuse"},
+    )
+    spec = persona.spec
+    assert (spec.name, spec.system_prompt, spec.tools, spec.temperature) == (
+        "p",
+        "S.",
+        ("lookup",),
+        0.2,
+    )
+    # A spec field reaches the persona with no code of the persona's: client_parameters had
+    # no keyword of its own.
+    assert spec.client_parameters == {"top_p": "refuse"}
+    # Nothing repeats the spec's fields beside it (``tools`` are the tools themselves; the
+    # spec has their names).
+    assert [f for f in PersonaSpec.model_fields if hasattr(persona, f)] == ["tools"]
+    assert [t.name for t in persona.tools] == list(spec.tools or ())
+    built = Persona.from_spec(PersonaSpec.build(name="p", system_prompt="S."), settings=settings)
+    made = Persona("p", "S.", settings=settings).spec
+    assert built.spec.model_dump(exclude={"tools"}) == made.model_dump(exclude={"tools"})
+
+
+def test_a_persona_refuses_what_its_spec_refuses(settings: Settings) -> None:
+    with pytest.raises(ConfigError, match="temprature: unknown key"):
+        Persona("p", "S.", settings=settings, temprature=0.5)
+    with pytest.raises(ConfigError, match="max_tool_rounds"):
+        Persona("p", "S.", settings=settings, max_tool_rounds=-1)
+    with pytest.raises(ConfigError, match="pass the tools themselves"):
+        Persona("p", "S.", settings=settings, tool_modules=["my.tools"])
 
 
 # ------------------------------------------------------------------------------ opening
