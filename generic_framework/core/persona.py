@@ -7,7 +7,9 @@ store and locks keep conversations. ``respond()`` and ``stream()`` share one pat
 :meth:`Persona._run_turn`: parse ``//``, add the tools of the persona's MCP servers when the turn
 offers tools (the runtime starts the servers on first use), take the conversation's lock (this
 process's, then the store's: across replicas on PostgreSQL), load the history, run the loop,
-store the turn whole with its record, then ``Done``. Which tools a turn offers (the ``//``
+store the turn whole with its record, return the reply. ``respond()`` awaits it with a sink that
+drops the events; ``stream()`` runs it in a task whose events it hands on as they come, then
+``Done`` (:mod:`~generic_framework.core.live`). Which tools a turn offers (the ``//``
 switch, the caller's tools, the MCP servers' tools) is :mod:`~generic_framework.core.turn_plans`'s
 to decide; ``WEB_PREFIX``, ``ASK_FOR_QUESTION`` and ``as_stored`` are re-exported from there.
 """
@@ -15,8 +17,7 @@ to decide; ``WEB_PREFIX``, ``ASK_FOR_QUESTION`` and ``as_stored`` are re-exporte
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Iterable, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -25,11 +26,11 @@ from generic_framework.core.engine import (
     BUILTIN_SEARCH_CONFIRMATION,
     CONTENT_FILTER_NOTICE,
     FORCED_ANSWER_INSTRUCTION,
-    TurnEnd,
     TurnEngine,
 )
-from generic_framework.core.events import Done, PersonaEvent
+from generic_framework.core.events import EventSink, PersonaEvent, ignore
 from generic_framework.core.history import ForeignHistory, HistoryItem, foreign_history
+from generic_framework.core.live import live
 from generic_framework.core.observe import TurnWatch
 from generic_framework.core.options import NO_OPTIONS, TurnOptions, schema_instruction
 from generic_framework.core.reply import Reply
@@ -45,7 +46,7 @@ from generic_framework.core.turn_plans import (
     TurnPlans,
     as_stored,
 )
-from generic_framework.errors import ConfigError, ToolLoopError
+from generic_framework.errors import ConfigError
 from generic_framework.limits import check_text
 from generic_framework.store.users import (
     BOOTSTRAP_USER,
@@ -226,14 +227,9 @@ class Persona(TurnEngine):
                 (a stored conversation cannot hold the caller's tool rounds); nothing was sent.
             GLMError: the API failed for good (after retries); nothing is stored then.
         """
-        reply: Reply | None = None
-        turn = self._run_turn(text, conversation_id, history, options, caller, stream=False)
-        async for event in turn:
-            if isinstance(event, Done):
-                reply = event.reply
-        if reply is None:
-            raise ToolLoopError("the turn ended without a reply")
-        return reply
+        return await self._run_turn(
+            text, conversation_id, history, options, caller, stream=False, events=ignore
+        )
 
     def stream(
         self,
@@ -246,12 +242,20 @@ class Persona(TurnEngine):
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as a stream of events, ending with ``Done(reply)``.
 
-        The arguments are those of :meth:`respond`. Iterate it to the end (or close it with
-        ``aclose()``): the turn holds its conversation's lock until the generator finishes.
-        Invalid arguments raise the :class:`ValueError` of :meth:`respond` on the first
-        iteration, before anything is sent.
+        The arguments are those of :meth:`respond`. The turn starts on the first iteration, in
+        a task of its own whose events the stream hands on as they come
+        (:mod:`~generic_framework.core.live`). Iterate it to the end, or close it with
+        ``aclose()``: closing cancels an unfinished turn (nothing stored) and waits until it
+        has ended and freed its conversation. Invalid arguments raise the :class:`ValueError`
+        of :meth:`respond` on the first iteration, before anything is sent.
         """
-        return self._run_turn(text, conversation_id, history, options, caller, stream=True)
+
+        def run(events: EventSink) -> Coroutine[Any, Any, Reply]:
+            return self._run_turn(
+                text, conversation_id, history, options, caller, stream=True, events=events
+            )
+
+        return live(run)
 
     async def aclose(self) -> None:
         """Close the runtime this persona opened itself (a shared runtime stays open)."""
@@ -321,18 +325,17 @@ class Persona(TurnEngine):
         caller: Caller | None,
         *,
         stream: bool,
-    ) -> AsyncGenerator[PersonaEvent, None]:
-        """Parse the message, run the loop under the conversation's lock, store, then Done."""
+        events: EventSink,
+    ) -> Reply:
+        """Parse the message, run the loop under the conversation's lock (its public events to
+        ``events``), store, and return the reply."""
         options = options or NO_OPTIONS
         foreign = self._checked(text, conversation_id, history, options)
         query, plan = self._plans.parse(text)
         if not query:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
-            reply = Reply(content=content, model=self.spec.model, conversation_id=conversation_id)
-            yield Done(reply)
-            return
+            return Reply(content=content, model=self.spec.model, conversation_id=conversation_id)
         plan = await self._plans.for_turn(plan, options)
-        end: TurnEnd | None = None
         watch = self._watch(plan, conversation_id, caller, stream=stream)
         try:
             async with self.runtime.conversation(conversation_id) as held:
@@ -343,21 +346,15 @@ class Persona(TurnEngine):
                 turn = self._new_turn(
                     query, plan, earlier, foreign.system, conversation_id, watch, options, caller
                 )
-                async with aclosing(self._loop(turn, stream)) as run:
-                    async for event in run:
-                        if isinstance(event, TurnEnd):
-                            end = event
-                        else:
-                            yield event
-                if end is not None and end.store and held is not None:
+                end = await self._loop(turn, stream, events)
+                if end.store and held is not None:
                     record = turn_record(text, end.reply, watch.account, caller)
                     await held.append_turn(self.spec.name, turn.new, record)
         except BaseException as exc:
             watch.failed(exc)
             raise
-        if end is not None:
-            watch.finished(end.reply.stop_reason)
-            yield Done(end.reply)
+        watch.finished(end.reply.stop_reason)
+        return end.reply
 
     def _watch(
         self, plan: ToolPlan, conversation_id: str | None, caller: Caller | None, *, stream: bool

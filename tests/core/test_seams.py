@@ -14,8 +14,8 @@ from zai_script import Script, make_settings
 
 from generic_framework import FunctionModel
 from generic_framework.config import Settings
-from generic_framework.core.engine import ToolRound, TurnEngine
-from generic_framework.core.events import Done, PersonaEvent, TextDelta, ToolFinished
+from generic_framework.core.engine import TurnEngine
+from generic_framework.core.events import Done, EventSink, PersonaEvent, TextDelta, ToolFinished
 from generic_framework.core.persona import CONTENT_FILTER_NOTICE, Persona
 from generic_framework.core.reply import Reply, ToolResult
 from generic_framework.core.resources import Resources
@@ -124,8 +124,8 @@ class Canned(Persona):
     """Answers every tool call with a canned result instead of running the tool."""
 
     async def _handle_tool_calls(
-        self, message: AssistantMessage, turn: Turn
-    ) -> AsyncGenerator[ToolFinished | ToolRound, None]:
+        self, message: AssistantMessage, turn: Turn, events: EventSink
+    ) -> list[ToolResult]:
         calls = message.tool_calls or []
         turn.new.append(message.model_copy(update={"content": None}))
         results = [
@@ -133,8 +133,8 @@ class Canned(Persona):
         ]
         for call, result in zip(calls, results, strict=True):
             turn.new.append(ToolMessage(content=result.content, tool_call_id=call.id))
-            yield ToolFinished(result.name, True, 0.0)
-        yield ToolRound(results)
+            events(ToolFinished(result.name, True, 0.0))
+        return results
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -153,6 +153,11 @@ async def test_an_overridden_handle_tool_calls_answers_both_modes(
         persona = Canned("p", "S.", [lookup], runtime=runtime, tools_always=True)
         reply = await run(persona, "find a and b", stream=stream)
         exposition, _ = runtime.telemetry.metrics.exposition()
+        # What the override put in the sink reaches a stream's consumer, between the round's
+        # announcement and the answer.
+        kinds = [type(e).__name__ async for e in persona.stream("find a and b")]
+    assert kinds[:3] == ["RoundStarted", "ToolFinished", "ToolFinished"]
+    assert kinds[-1] == "Done" and "TextDelta" in kinds
     assert reply.content == "The tool said CANNED." and ran == []
     assert [r.content for r in reply.rounds[0].results] == ["CANNED", "CANNED"]
     # The overridden round was counted from the results it returned.
@@ -163,9 +168,9 @@ async def test_an_overridden_handle_tool_calls_answers_both_modes(
 async def test_a_tool_round_without_its_results_is_a_framework_error(tmp_path: Path) -> None:
     class Forgetful(Persona):
         async def _handle_tool_calls(
-            self, message: AssistantMessage, turn: Turn
-        ) -> AsyncGenerator[ToolFinished | ToolRound, None]:
-            yield ToolRound([])
+            self, message: AssistantMessage, turn: Turn, events: EventSink
+        ) -> list[ToolResult]:
+            return []
 
     model = FunctionModel(lambda request: [tool_call("lookup", {"key": "a"})])
     async with Runtime(make_settings(tmp_path), model=model) as runtime:
