@@ -43,7 +43,7 @@ def default_persona(settings: Settings, personas: Mapping[str, Any]) -> str | No
 
     ``BOT_DEFAULT_PERSONA``, else the first persona (by name) whose web search is on (its own
     ``[web_search] mode``, else ``WEB_SEARCH_MODE``), else the first by name; ``None`` when
-    ``personas`` (specs or personas, by name) is empty.
+    ``personas`` (specs, or personas and other objects with a ``spec``, by name) is empty.
 
     Raises:
         ConfigError: ``BOT_DEFAULT_PERSONA`` names none of ``personas``.
@@ -61,7 +61,8 @@ def default_persona(settings: Settings, personas: Mapping[str, Any]) -> str | No
 
 
 def _searches(persona: Any, settings: Settings) -> bool:
-    search = getattr(persona, "web_search", None)
+    spec = persona if isinstance(persona, PersonaSpec) else getattr(persona, "spec", None)
+    search = getattr(spec, "web_search", None)
     if search is None:  # an object with no web search at all
         return False
     return bool((getattr(search, "mode", None) or settings.web_search_mode) != "off")
@@ -235,6 +236,10 @@ class Runtime(Resources):
         """
         chosen = list(self.personas().values()) if personas is None else list(personas)
         counts = await asyncio.gather(
-            *(self.mcp.discover(p.mcp_servers, persona=p.name) for p in chosen if p.mcp_servers)
+            *(
+                self.mcp.discover(p.spec.mcp_servers, persona=p.spec.name)
+                for p in chosen
+                if p.spec.mcp_servers
+            )
         )
         return sum(counts)

@@ -42,11 +42,6 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "main"]
 
-# The command's own process, before any command imports httpx (nothing above does): httpx's
-# command line (click's rest, rich's progress, syntax and tables, pygments) is then loaded only
-# if someone runs it. The library itself never does this (docs/design/0704).
-defer_httpx_cli()
-
 _V = TypeVar("_V", str, int)
 
 
@@ -443,6 +438,11 @@ def main(argv: list[str] | None = None) -> None:
     value an option's rule refuses) become one line and exit 2; an exception no command
     handles is a bug, reported as one ``error: internal error ...`` line and exit 1.
     """
+    # The command's own process, before any command imports httpx (importing this module
+    # does not): httpx's command line (click's rest, rich's progress, syntax and tables,
+    # pygments) is then loaded only if someone runs it. Done here, in the entry point, never
+    # at import: importing the library changes no other package (docs/design/0704).
+    defer_httpx_cli()
     sys.exit(_run(argv))
 
 

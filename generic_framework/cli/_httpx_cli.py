@@ -5,15 +5,15 @@ click, rich and pygments are installed, which they are wherever generic_framewor
 (rich and typer are its dependencies), that line imports all three, for a command the
 ``generic-framework`` command never runs.
 
-:func:`defer_httpx_cli` runs when the ``generic-framework`` command starts (the first lines of
-:mod:`generic_framework.cli`, the process's entry point), before anything the command runs
-imports httpx. Importing the library never calls it: a library changes no other package's
-modules (docs/design/0704). If httpx is not imported yet, it puts a stand-in module in
-``sys.modules`` under ``httpx._main``; httpx's import then takes ``main`` from it: a proxy
-that imports the real module when it is called or inspected. Any other name read from the
-stand-in loads the real module too (module ``__getattr__``), so ``httpx.main(...)`` and
-``from httpx._main import ...`` keep working, only later. Nothing happens when httpx was
-imported first.
+:func:`defer_httpx_cli` runs when the ``generic-framework`` command starts (the first line of
+:func:`generic_framework.cli.main`, the process's entry point), before anything the command runs
+imports httpx. Importing the library, :mod:`generic_framework.cli` included, never calls it: a
+library changes no other package's modules (docs/design/0704). If httpx is not imported yet, it
+puts a stand-in module in ``sys.modules`` under ``httpx._main``; httpx's import then takes
+``main`` from it: a proxy that imports the real module when it is called or inspected. Any other
+name read from the stand-in loads the real module too (module ``__getattr__``), so
+``httpx.main(...)`` and ``from httpx._main import ...`` keep working, only later. Nothing
+happens when httpx was imported first.
 
 This depends on one line of httpx's ``__init__``. ``tests/foundation/test_httpx_cli.py`` pins
 the httpx versions it was checked against and that line, and fails loudly when either changes

@@ -67,7 +67,7 @@ def interactive(
             chosen = runtime.persona(persona)
             runner.run(runtime.open())
             session = _Session(runtime, chosen, conversation or new_conversation_id(), offline)
-            err(f"{chosen.name}: {HELP}")
+            err(f"{chosen.spec.name}: {HELP}")
             _read_eval_loop(runner, session)
         finally:
             runner.run(runtime.aclose())
@@ -206,7 +206,7 @@ def _switch_persona(session: _Session, name: str | None) -> None:
     except ConfigError as exc:
         err(f"error: {exc}")
     else:
-        err(f"(now talking to {session.persona.name})")
+        err(f"(now talking to {session.persona.spec.name})")
 
 
 async def _print_history(session: _Session) -> None:

@@ -4,8 +4,10 @@
 carries everything the turn is given (model, tool plan, system prompt and history).
 Each model answer becomes an explicit next step, :class:`RunTools` or :class:`Finish`
 (:func:`next_step`); tool results are returned by the round that produced them, never kept
-on the side for a later step to find. The loop ends with one :class:`TurnEnd` saying what the
-caller should store. :class:`~generic_framework.core.persona.Persona` is a turn engine bound
+on the side for a later step to find. The loop returns one :class:`TurnEnd` saying what the
+caller should store. Steps are values the loop's methods return; the public events (text, tool
+progress) go to the turn's :data:`~generic_framework.core.events.EventSink`, and nothing but
+public events ever does. :class:`~generic_framework.core.persona.Persona` is a turn engine bound
 to a runtime: ``Persona._call_llm`` (every model call, streamed or not) and
 ``Persona._handle_tool_calls`` (every tool round) are the seams, and a subclass overriding
 either drives ``respond()`` and ``stream()`` alike.
@@ -23,7 +25,7 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any
 
-from generic_framework.core.events import PersonaEvent, RoundStarted, TextDelta, ToolFinished
+from generic_framework.core.events import EventSink, RoundStarted, TextDelta, ToolFinished, ignore
 from generic_framework.core.options import (
     NO_OPTIONS,
     check_output,
@@ -34,7 +36,7 @@ from generic_framework.core.options import (
 from generic_framework.core.overflow import too_long, without_oldest_turns
 from generic_framework.core.reply import ToolResult
 from generic_framework.core.spec import ResolvedSpec
-from generic_framework.core.steps import Finish, RunTools, ToolRound, TurnEnd, next_step
+from generic_framework.core.steps import Finish, RunTools, TurnEnd, next_step
 from generic_framework.core.tooling import (
     BUILTIN_SEARCH_CONFIRMATION,
     CallOutcome,
@@ -65,7 +67,6 @@ __all__ = [
     "FORCED_ANSWER_INSTRUCTION",
     "Finish",
     "RunTools",
-    "ToolRound",
     "TurnEnd",
     "TurnEngine",
     "next_step",
@@ -110,8 +111,9 @@ class TurnEngine:
             temperature=spec.temperature,
         )
 
-    async def _loop(self, turn: Turn, stream: bool) -> AsyncGenerator[PersonaEvent | TurnEnd, None]:
-        """Run one turn's tool loop, yielding text, tool progress and, last, a :class:`TurnEnd`.
+    async def _loop(self, turn: Turn, stream: bool, events: EventSink) -> TurnEnd:
+        """Run one turn's tool loop: text and tool progress go to ``events``, and the loop
+        returns its end, a :class:`TurnEnd`.
 
         1. Round ``n`` (1-based) starts. While ``n <= max_tool_rounds`` offer the turn's tools
            (chosen by ``//`` when the turn began); after that the call carries no tools and one
@@ -128,6 +130,10 @@ class TurnEngine:
            answered) or ``completed``; the turn ends to be stored. Calls of the caller's own
            tools end the turn too, with the calls (:meth:`_end`).
 
+        Each step is a value returned to the loop (the completion, the :class:`RunTools` or
+        :class:`Finish` of :func:`next_step`, the round's results, the :class:`TurnEnd`); only
+        the public events (:mod:`~generic_framework.core.events`) go to ``events``.
+
         A :class:`ContentFilterError` ends the turn with ``stop_reason content_filter`` and a
         notice, not stored; other errors propagate. At most ``max_tool_rounds + 1`` calls.
         """
@@ -136,43 +142,25 @@ class TurnEngine:
             offer = turn.plan.specs if number <= cap else None
             forced, started = number > cap > 0, perf_counter()
             request = self._request_for(turn, tools=offer, forced=forced)
-            completion = None
             try:
-                async with aclosing(self._call(turn, request, stream)) as items:
-                    async for item in items:
-                        if isinstance(item, TextDelta):
-                            yield item
-                        else:
-                            completion = item
+                completion = await self._call(turn, request, stream, events)
             except ContentFilterError as exc:
-                yield self._filtered(turn, exc)
-                return
-            if completion is None:
-                raise ToolLoopError("the model call returned no completion")
+                return self._filtered(turn, exc)
             step = next_step(completion, tools_offered=bool(offer))
             if isinstance(step, RunTools) and not self._hands_back(turn, step):
-                async with aclosing(self._run_tools(turn, number, step, started)) as events:
-                    async for event in events:
-                        yield event
+                await self._run_tools(turn, number, step, started, events)
                 continue
-            async with aclosing(self._end(turn, step, started, forced, stream)) as ending:
-                async for last in ending:
-                    yield last
-            return
+            return await self._end(turn, step, started, forced, stream, events)
         raise ToolLoopError(f"the loop ran past its cap of {cap} tool rounds")
 
     async def _call(
-        self, turn: Turn, request: ChatRequest, stream: bool
-    ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
-        """Step 2: one model call in the turn's mode; its text (unless the turn holds it until
-        it is validated), then its completion."""
-        if not stream:  # nothing to pass on before the completion: one await
-            yield await self._complete(turn, request)
-            return
-        async with aclosing(self._streamed(turn, request)) as items:
-            async for item in items:
-                if not (isinstance(item, TextDelta) and turn.holds_text):
-                    yield item
+        self, turn: Turn, request: ChatRequest, stream: bool, events: EventSink
+    ) -> ChatCompletion:
+        """Step 2: one model call in the turn's mode, its completion; a streamed call's text
+        goes to ``events`` (unless the turn holds it until it is validated)."""
+        if not stream:
+            return await self._complete(turn, request)
+        return await self._streamed(turn, request, ignore if turn.holds_text else events)
 
     @staticmethod
     def _hands_back(turn: Turn, step: RunTools) -> bool:
@@ -182,9 +170,15 @@ class TurnEngine:
         return bool(turn.options.client_tools) and any(is_function_call(c) for c in calls)
 
     async def _end(
-        self, turn: Turn, step: RunTools | Finish, started: float, forced: bool, stream: bool
-    ) -> AsyncGenerator[TextDelta | TurnEnd, None]:
-        """Step 5, or the caller's tools called: the turn's last items.
+        self,
+        turn: Turn,
+        step: RunTools | Finish,
+        started: float,
+        forced: bool,
+        stream: bool,
+        events: EventSink,
+    ) -> TurnEnd:
+        """Step 5, or the caller's tools called: the turn's end.
 
         :class:`RunTools` here: the turn ends with the caller's calls, for the caller to run
         (nothing stored). :class:`Finish`: the answer (checked against the caller's JSON schema
@@ -193,14 +187,13 @@ class TurnEngine:
         if isinstance(step, RunTools):
             calls = [c for c in step.message.tool_calls or () if is_function_call(c)]
             turn.record_round(step.completion, started, most=self._most)
-            yield TurnEnd(turn.hand_back(step.completion, calls, model=self.spec.model), False)
-            return
+            return TurnEnd(turn.hand_back(step.completion, calls, model=self.spec.model), False)
         if turn.options.json_schema is not None:
             step = await self._checked_output(turn, step, started, stream)
         end = self._finish(turn, step, started, forced=forced)
         if turn.holds_text and stream:  # the validated answer, shown at last
-            yield TextDelta(end.reply.content)
-        yield end
+            events(TextDelta(end.reply.content))
+        return end
 
     async def _checked_output(
         self, turn: Turn, step: Finish, started: float, stream: bool
@@ -216,13 +209,7 @@ class TurnEngine:
         turn.record_round(step.completion, started, most=self._most)
         turn.correction = correction_messages(text, problem)
         request = self._request_for(turn, tools=None, forced=False)
-        completion = None
-        async with aclosing(self._call(turn, request, stream)) as items:
-            async for item in items:
-                if isinstance(item, ChatCompletion):
-                    completion = item
-        if completion is None:
-            raise ToolLoopError("the model call returned no completion")
+        completion = await self._call(turn, request, stream, ignore)
         turn.correction = []
         problem, value = check_output(completion.message.content or "", output)
         if problem is not None:
@@ -233,21 +220,15 @@ class TurnEngine:
         return Finish(with_content(completion, value))
 
     async def _run_tools(
-        self, turn: Turn, number: int, step: RunTools, started: float
-    ) -> AsyncGenerator[PersonaEvent, None]:
+        self, turn: Turn, number: int, step: RunTools, started: float, events: EventSink
+    ) -> None:
         """Step 4: announce the round, answer its calls, record it with their results."""
         calls = step.message.tool_calls or []
-        yield RoundStarted(number, [call_name(call) for call in calls])
-        results: list[ToolResult] | None = None
+        events(RoundStarted(number, [call_name(call) for call in calls]))
         tools_started = perf_counter()
-        async with aclosing(self._handle_tool_calls(step.message, turn)) as progress:
-            async for event in progress:
-                if isinstance(event, ToolRound):
-                    results = event.results
-                else:
-                    yield event
-        if results is None or len(results) != len(calls):
-            raise ToolLoopError("a tool round must end with one result per call (ToolRound)")
+        results = await self._handle_tool_calls(step.message, turn, events)
+        if len(results) != len(calls):
+            raise ToolLoopError("a tool round must return one result per call")
         turn.record_round(
             step.completion, started, calls, results, most=self._most, tools_started=tools_started
         )
@@ -316,10 +297,10 @@ class TurnEngine:
         return completion
 
     async def _streamed(
-        self, turn: Turn, request: ChatRequest
-    ) -> AsyncGenerator[TextDelta | ChatCompletion, None]:
-        """Step 2 of ``stream()``: :meth:`_call_llm` streamed, ``[ref_N]`` rewritten to ``[n]``
-        as the text streams, the completion counted and yielded last.
+        self, turn: Turn, request: ChatRequest, events: EventSink
+    ) -> ChatCompletion:
+        """Step 2 of ``stream()``: :meth:`_call_llm` streamed, its text to ``events`` with
+        ``[ref_N]`` rewritten to ``[n]`` as it streams, the completion counted and returned.
 
         A piece that may end inside a marker is held until the marker completes or proves not
         to be one (:class:`~generic_framework.core.citations.CitationStream`). What is still
@@ -338,7 +319,7 @@ class TurnEngine:
                         watch.call_done(span, item)
                     elif shown := marks.feed(item.text):
                         watch.text_started()
-                        yield TextDelta(shown)
+                        events(TextDelta(shown))
             if completion is None:
                 raise ToolLoopError("the model call returned no completion")
         except BaseException as exc:
@@ -348,8 +329,8 @@ class TurnEngine:
         turn.collect(completion)
         if tail := marks.flush():
             watch.text_started()
-            yield TextDelta(tail)
-        yield completion
+            events(TextDelta(tail))
+        return completion
 
     async def _call_llm(
         self, request: ChatRequest, turn: Turn, *, stream: bool
@@ -395,16 +376,18 @@ class TurnEngine:
             raise too_long(shorter.model, exc, trimmed=True) from exc
 
     async def _handle_tool_calls(
-        self, message: AssistantMessage, turn: Turn
-    ) -> AsyncGenerator[ToolFinished | ToolRound, None]:
+        self, message: AssistantMessage, turn: Turn, events: EventSink
+    ) -> list[ToolResult]:
         """Answer every tool call of ``message``: append the messages, return the results.
 
         Appends the assistant message (text, or ``null`` when empty; the tool calls; its
         ``reasoning_content`` echoed unchanged), then exactly one tool message per call in call
         order. Built-in ``web_search`` calls get :data:`BUILTIN_SEARCH_CONFIRMATION`; functions
         run concurrently, each under ``TOOL_TIMEOUT``, and every mistake of the model becomes
-        an error text it reads. Yields one :class:`ToolFinished` per call as each ends, then
-        one :class:`ToolRound` with the results in call order.
+        an error text it reads. Puts one :class:`ToolFinished` per call in ``events`` as each
+        ends; returns the results, one per call, in call order (the loop counts and records
+        them). A subclass may override it (to answer from a script, to run the tools
+        elsewhere) under the same contract.
         """
         calls = message.tool_calls or []
         turn.new.append(
@@ -421,7 +404,7 @@ class TurnEngine:
         async with aclosing(running) as finished:
             async for index, outcome in finished:
                 outcomes[index] = outcome
-                yield ToolFinished(outcome.name, outcome.ok, outcome.ms)
+                events(ToolFinished(outcome.name, outcome.ok, outcome.ms))
         results = [
             tool_result(call, outcome, turn.citations)
             for call, outcome in zip(calls, outcomes, strict=True)
@@ -431,7 +414,7 @@ class TurnEngine:
             raise ToolLoopError("a tool call was left without an answer")
         for call, result in zip(calls, results, strict=True):
             turn.new.append(ToolMessage(content=result.content, tool_call_id=call.id))
-        yield ToolRound(results)
+        return results
 
 
 async def _answer(

@@ -15,16 +15,30 @@ sent its sources (see :meth:`CitationBook.stream()
 
 Events are small frozen dataclasses (many deltas per answer); :meth:`to_dict` gives a JSON-ready
 form with a ``type`` key.
+
+Inside the loop the events go to an :data:`EventSink`, a plain callable the turn is given:
+``stream()`` passes one that hands them to its consumer as they come, ``respond()`` passes
+:func:`ignore`. The loop's own values (the next step, a round's results, the turn's end) are
+returned by the methods that make them, never put in a sink.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from generic_framework.core.reply import Reply
 
-__all__ = ["Done", "PersonaEvent", "RoundStarted", "TextDelta", "ToolFinished"]
+__all__ = [
+    "Done",
+    "EventSink",
+    "PersonaEvent",
+    "RoundStarted",
+    "TextDelta",
+    "ToolFinished",
+    "ignore",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,3 +99,11 @@ class Done:
 
 PersonaEvent = TextDelta | RoundStarted | ToolFinished | Done
 """Anything :meth:`Persona.stream` yields."""
+
+EventSink = Callable[[PersonaEvent], None]
+"""Where the loop puts the public events of a turn as it makes them (never the loop's own
+values): called once per event, in order, from the task that runs the turn."""
+
+
+def ignore(event: PersonaEvent) -> None:
+    """The sink of a turn nobody watches (``respond()``): every event is dropped."""

@@ -7,7 +7,9 @@ store and locks keep conversations. ``respond()`` and ``stream()`` share one pat
 :meth:`Persona._run_turn`: parse ``//``, add the tools of the persona's MCP servers when the turn
 offers tools (the runtime starts the servers on first use), take the conversation's lock (this
 process's, then the store's: across replicas on PostgreSQL), load the history, run the loop,
-store the turn whole with its record, then ``Done``. Which tools a turn offers (the ``//``
+store the turn whole with its record, return the reply. ``respond()`` awaits it with a sink that
+drops the events; ``stream()`` runs it in a task whose events it hands on as they come, then
+``Done`` (:mod:`~generic_framework.core.live`). Which tools a turn offers (the ``//``
 switch, the caller's tools, the MCP servers' tools) is :mod:`~generic_framework.core.turn_plans`'s
 to decide; ``WEB_PREFIX``, ``ASK_FOR_QUESTION`` and ``as_stored`` are re-exported from there.
 """
@@ -15,8 +17,7 @@ to decide; ``WEB_PREFIX``, ``ASK_FOR_QUESTION`` and ``as_stored`` are re-exporte
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Iterable, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Coroutine, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -25,23 +26,18 @@ from generic_framework.core.engine import (
     BUILTIN_SEARCH_CONFIRMATION,
     CONTENT_FILTER_NOTICE,
     FORCED_ANSWER_INSTRUCTION,
-    TurnEnd,
     TurnEngine,
 )
-from generic_framework.core.events import Done, PersonaEvent
+from generic_framework.core.events import EventSink, PersonaEvent, ignore
 from generic_framework.core.history import ForeignHistory, HistoryItem, foreign_history
 from generic_framework.core.hooks import TurnHooks
+from generic_framework.core.live import live
 from generic_framework.core.observe import TurnWatch
 from generic_framework.core.options import NO_OPTIONS, TurnOptions, schema_instruction
 from generic_framework.core.reply import Reply
 from generic_framework.core.resources import Resources
 from generic_framework.core.sanitize import sanitize_history
-from generic_framework.core.spec import (
-    DEFAULT_FINAL_ANSWER_FALLBACK,
-    ClientParameter,
-    ParameterRule,
-    PersonaSpec,
-)
+from generic_framework.core.spec import DEFAULT_FINAL_ANSWER_FALLBACK, PersonaSpec
 from generic_framework.core.tooling import ToolPlan
 from generic_framework.core.turn import Turn, turn_record
 from generic_framework.core.turn_plans import (
@@ -51,9 +47,8 @@ from generic_framework.core.turn_plans import (
     TurnPlans,
     as_stored,
 )
-from generic_framework.errors import ToolLoopError
+from generic_framework.errors import ConfigError
 from generic_framework.limits import check_text
-from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.store.users import (
     BOOTSTRAP_USER,
     Caller,
@@ -61,11 +56,9 @@ from generic_framework.store.users import (
     pseudonym,
 )
 from generic_framework.tools.base import FunctionTool
-from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.messages import (
     Message,
     SystemMessage,
-    Thinking,
     UserMessage,
 )
 
@@ -97,27 +90,35 @@ def _upstream_user(caller: Caller | None, options: TurnOptions) -> str | None:
 
 
 class Persona(TurnEngine):
-    """A named assistant: system prompt, tools, web-search settings and the tool loop.
+    """A named assistant: a :class:`PersonaSpec` (its fields), its function tools, the tool loop.
+
+    The spec is the one place a persona's fields are declared: ``persona.spec`` is the
+    :class:`~generic_framework.core.spec.ResolvedSpec` the persona runs (``persona.spec.name``,
+    ``persona.spec.model``, ``persona.spec.web_search``, ...; the settings' values filled in
+    where the spec left a field unset). A new field is added to :class:`PersonaSpec` alone.
 
     Args:
         name: identifies the persona (``^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$``).
         system_prompt: the instructions sent first in every request.
-        tools: function tools (see :func:`~generic_framework.tools.tool`).
-        settings: defaults for the fields below, for a persona with its own runtime;
+        tools: function tools (see :func:`~generic_framework.tools.tool`); the spec's ``tools``
+            are their names.
+        settings: defaults for the spec's unset fields, for a persona with its own runtime;
             :meth:`Settings.defaults` when omitted (pass ``Settings()`` to read the
             environment). With ``runtime``, the runtime's settings are used.
-        model, temperature, thinking, reasoning_effort, max_tool_rounds, web_search,
-            tools_always, mcp_servers,
-            description, final_answer_fallback, allow_client_system: the :class:`PersonaSpec`
-            fields; ``None`` takes the settings' value (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...).
-            A model that cannot take the thinking or reasoning_effort chosen is refused
-            here (:mod:`generic_framework.wire.profiles`).
         runtime: the :class:`~generic_framework.runtime.Runtime` to use (its client, store
             and locks); without one the persona opens its own on first use and closes it in
             :meth:`aclose`.
+        **fields: any other :class:`PersonaSpec` field by its name (``model``,
+            ``temperature``, ``thinking``, ``reasoning_effort``, ``max_tool_rounds``,
+            ``web_search``, ``tools_always``, ``mcp_servers``, ``description``,
+            ``final_answer_fallback``, ``allow_client_system``, ``client_parameters``), checked
+            as a persona file's keys are; unset fields take the settings' values
+            (``LLM_MODEL``, ``LLM_TEMPERATURE``, ...). A model that cannot take the thinking
+            or reasoning_effort chosen is refused here (:mod:`generic_framework.wire.profiles`).
+            A spec already built (a persona file's) goes to :meth:`from_spec`.
 
     Raises:
-        ConfigError: an invalid field or tool set.
+        ConfigError: an unknown or invalid field, or an invalid tool set.
     """
 
     def __init__(
@@ -127,35 +128,20 @@ class Persona(TurnEngine):
         tools: Iterable[FunctionTool] = (),
         settings: Settings | None = None,
         *,
-        model: str | None = None,
-        temperature: float | None = None,
-        thinking: str | Thinking | None = None,
-        reasoning_effort: str | None = None,
-        max_tool_rounds: int | None = None,
-        web_search: WebSearch | bool | None = None,
-        tools_always: bool = False,
-        mcp_servers: Iterable[MCPServerSpec | dict[str, Any]] = (),
-        description: str = "",
-        final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK,
-        allow_client_system: bool = True,
         runtime: Resources | None = None,
+        **fields: Any,
     ) -> None:
         tools = tuple(tools)
+        if "tool_modules" in fields:
+            raise ConfigError(
+                f"persona {name!r}: tool_modules is a persona file's key: pass the tools "
+                "themselves (tools=[...])"
+            )
         spec = PersonaSpec.build(
             name=name,
             system_prompt=system_prompt,
-            description=description,
-            model=model,
-            temperature=temperature,
-            thinking=thinking,
-            reasoning_effort=reasoning_effort,
-            max_tool_rounds=max_tool_rounds,
-            web_search=web_search,
             tools=tuple(getattr(t, "name", repr(t)) for t in tools),
-            tools_always=tools_always,
-            mcp_servers=tuple(mcp_servers),
-            final_answer_fallback=final_answer_fallback,
-            allow_client_system=allow_client_system,
+            **fields,
         )
         self._bind(spec, tools, settings, runtime)
 
@@ -195,79 +181,8 @@ class Persona(TurnEngine):
         self._plans = TurnPlans(resolved, tools, self.runtime)
 
     def __repr__(self) -> str:
-        return f"Persona(name={self.name!r}, model={self.model!r}, tools={len(self.tools)})"
-
-    # ------------------------------------------------------------------ the spec's fields
-
-    @property
-    def name(self) -> str:
-        """The persona's name."""
-        return self.spec.name
-
-    @property
-    def description(self) -> str:
-        """One line for listings."""
-        return self.spec.description
-
-    @property
-    def system_prompt(self) -> str:
-        """The instructions sent first in every request."""
-        return self.spec.system_prompt
-
-    @property
-    def model(self) -> str:
-        """The GLM model id."""
-        return self.spec.model
-
-    @property
-    def temperature(self) -> float | None:
-        """The sampling temperature (``None``: the server default)."""
-        return self.spec.temperature
-
-    @property
-    def thinking(self) -> Thinking | None:
-        """The thinking setting sent with every request, if any."""
-        return self.spec.thinking
-
-    @property
-    def reasoning_effort(self) -> str | None:
-        """The ``reasoning_effort`` sent with every request, if any."""
-        return self.spec.reasoning_effort
-
-    @property
-    def max_tool_rounds(self) -> int:
-        """Tool rounds per turn before the forced final answer."""
-        return self.spec.max_tool_rounds
-
-    @property
-    def web_search(self) -> WebSearch:
-        """How ``//`` messages search (resolved)."""
-        return self.spec.web_search
-
-    @property
-    def tools_always(self) -> bool:
-        """Whether function tools are offered without ``//`` too."""
-        return self.spec.tools_always
-
-    @property
-    def mcp_servers(self) -> tuple[MCPServerSpec, ...]:
-        """The MCP servers whose tools the persona offers (as declared, ``${VAR}`` unexpanded)."""
-        return self.spec.mcp_servers
-
-    @property
-    def final_answer_fallback(self) -> str:
-        """The reply when the model's final answer is empty."""
-        return self.spec.final_answer_fallback
-
-    @property
-    def allow_client_system(self) -> bool:
-        """Whether a foreign history's system messages are accepted (after the own prompt)."""
-        return self.spec.allow_client_system
-
-    @property
-    def client_parameters(self) -> dict[ClientParameter, ParameterRule]:
-        """The OpenAI client parameters the persona file pins (``ignore`` or ``refuse``)."""
-        return dict(self.spec.client_parameters)
+        spec = self.spec
+        return f"Persona(name={spec.name!r}, model={spec.model!r}, tools={len(self.tools)})"
 
     @property
     def settings(self) -> Settings:
@@ -315,14 +230,9 @@ class Persona(TurnEngine):
                 (a stored conversation cannot hold the caller's tool rounds); nothing was sent.
             GLMError: the API failed for good (after retries); nothing is stored then.
         """
-        reply: Reply | None = None
-        turn = self._run_turn(text, conversation_id, history, options, caller, hooks, stream=False)
-        async for event in turn:
-            if isinstance(event, Done):
-                reply = event.reply
-        if reply is None:
-            raise ToolLoopError("the turn ended without a reply")
-        return reply
+        return await self._run_turn(
+            text, conversation_id, history, options, caller, hooks, stream=False, events=ignore
+        )
 
     def stream(
         self,
@@ -336,12 +246,20 @@ class Persona(TurnEngine):
     ) -> AsyncGenerator[PersonaEvent, None]:
         """Answer one user message as a stream of events, ending with ``Done(reply)``.
 
-        The arguments are those of :meth:`respond`. Iterate it to the end (or close it with
-        ``aclose()``): the turn holds its conversation's lock until the generator finishes.
-        Invalid arguments raise the :class:`ValueError` of :meth:`respond` on the first
-        iteration, before anything is sent.
+        The arguments are those of :meth:`respond`. The turn starts on the first iteration, in
+        a task of its own whose events the stream hands on as they come
+        (:mod:`~generic_framework.core.live`). Iterate it to the end, or close it with
+        ``aclose()``: closing cancels an unfinished turn (nothing stored) and waits until it
+        has ended and freed its conversation. Invalid arguments raise the :class:`ValueError`
+        of :meth:`respond` on the first iteration, before anything is sent.
         """
-        return self._run_turn(text, conversation_id, history, options, caller, hooks, stream=True)
+
+        def run(events: EventSink) -> Coroutine[Any, Any, Reply]:
+            return self._run_turn(
+                text, conversation_id, history, options, caller, hooks, stream=True, events=events
+            )
+
+        return live(run)
 
     async def aclose(self) -> None:
         """Close the runtime this persona opened itself (a shared runtime stays open)."""
@@ -397,7 +315,7 @@ class Persona(TurnEngine):
         foreign = foreign_history(history)
         if foreign.system and not self.spec.allow_client_system:
             raise ValueError(
-                f"persona {self.name!r} does not accept system messages from the caller "
+                f"persona {self.spec.name!r} does not accept system messages from the caller "
                 "(allow_client_system = false in its persona file)"
             )
         return ForeignHistory(foreign.system, as_stored(foreign.messages))
@@ -412,17 +330,17 @@ class Persona(TurnEngine):
         hooks: TurnHooks | None,
         *,
         stream: bool,
-    ) -> AsyncGenerator[PersonaEvent, None]:
-        """Parse the message, run the loop under the conversation's lock, store, then Done."""
+        events: EventSink,
+    ) -> Reply:
+        """Parse the message, run the loop under the conversation's lock (its public events to
+        ``events``), store, and return the reply."""
         options = options or NO_OPTIONS
         foreign = self._checked(text, conversation_id, history, options)
         query, plan = self._plans.parse(text)
         if not query:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
-            yield Done(Reply(content=content, model=self.model, conversation_id=conversation_id))
-            return
+            return Reply(content=content, model=self.spec.model, conversation_id=conversation_id)
         plan = await self._plans.for_turn(plan, options)
-        end: TurnEnd | None = None
         watch = self._watch(plan, conversation_id, caller, stream=stream)
         watch.hooks = hooks
         try:
@@ -434,21 +352,15 @@ class Persona(TurnEngine):
                 turn = self._new_turn(
                     query, plan, earlier, foreign.system, conversation_id, watch, options, caller
                 )
-                async with aclosing(self._loop(turn, stream)) as run:
-                    async for event in run:
-                        if isinstance(event, TurnEnd):
-                            end = event
-                        else:
-                            yield event
-                if end is not None and end.store and held is not None:
+                end = await self._loop(turn, stream, events)
+                if end.store and held is not None:
                     record = turn_record(text, end.reply, watch.account, caller)
-                    await held.append_turn(self.name, turn.new, record)
+                    await held.append_turn(self.spec.name, turn.new, record)
         except BaseException as exc:
             watch.failed(exc)
             raise
-        if end is not None:
-            watch.finished(end.reply.stop_reason)
-            yield Done(end.reply)
+        watch.finished(end.reply.stop_reason)
+        return end.reply
 
     def _watch(
         self, plan: ToolPlan, conversation_id: str | None, caller: Caller | None, *, stream: bool
@@ -478,7 +390,7 @@ class Persona(TurnEngine):
         output = options.json_schema
         extra = [schema_instruction(output)] if output is not None else []
         return Turn(
-            persona=self.name,
+            persona=self.spec.name,
             model=self.runtime.model,
             plan=plan,
             prefix=[*self._system, *system, *extra, *safe],

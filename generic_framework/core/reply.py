@@ -1,4 +1,7 @@
-"""What a turn returns: :class:`Reply` with its rounds, citations and usage."""
+"""What a turn returns: :class:`Reply` with its rounds, citations and usage.
+
+:class:`Citation` is :mod:`generic_framework.citation`'s, re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +9,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from generic_framework.citation import Citation
 from generic_framework.wire.messages import Message, Usage
 
 __all__ = ["Citation", "Reply", "RoundState", "StopReason", "ToolCallInfo", "ToolResult"]
 
 StopReason = Literal["completed", "max_rounds", "length", "content_filter", "tool_calls"]
-
-
-class Citation(BaseModel):
-    """One numbered source of an answer.
-
-    Attributes:
-        number: 1..n, as cited in :attr:`Reply.content` (``[1]``).
-        title: the page title (may be empty).
-        url: the page address (some search engines leave it empty).
-        site: the site or publication name.
-        snippet: the summary the search engine returned.
-        published: the publication date as given (free text, often empty).
-        ref: the label the model cited (``ref_1``) before it was rewritten to ``[number]``.
-    """
-
-    number: int
-    title: str = ""
-    url: str = ""
-    site: str = ""
-    snippet: str = ""
-    published: str = ""
-    ref: str = ""
 
 
 class ToolCallInfo(BaseModel):

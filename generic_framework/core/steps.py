@@ -1,22 +1,24 @@
 """The steps of the tool loop: what a model answer asks for, and what the loop hands back.
 
 :func:`next_step` reads one completion and names the next step explicitly, :class:`RunTools`
-or :class:`Finish`; a tool round ends with one :class:`ToolRound` (the results, in call order),
-and the loop ends with one :class:`TurnEnd` (the reply, and whether to store it). They are the
-vocabulary between :class:`~generic_framework.core.engine.TurnEngine`, its seam
-``_handle_tool_calls`` and :class:`~generic_framework.core.persona.Persona`, kept apart from the
-engine so that a subclass overriding a seam, or a test, reads them without the loop itself;
-``core.engine`` re-exports them.
+or :class:`Finish`; a tool round returns its results (one per call, in call order), and the
+loop returns one :class:`TurnEnd` (the reply, and whether to store it). They are values the
+loop's methods return, as the next node of a graph is: none of them travels with the public
+events (:mod:`~generic_framework.core.events`), which go to the turn's sink. They are the
+vocabulary between :class:`~generic_framework.core.engine.TurnEngine` and
+:class:`~generic_framework.core.persona.Persona`, kept apart from the engine so that a subclass
+overriding a seam, or a test, reads them without the loop itself; ``core.engine`` re-exports
+them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generic_framework.core.reply import Reply, ToolResult
+from generic_framework.core.reply import Reply
 from generic_framework.wire.messages import AssistantMessage, ChatCompletion
 
-__all__ = ["Finish", "RunTools", "ToolRound", "TurnEnd", "next_step"]
+__all__ = ["Finish", "RunTools", "TurnEnd", "next_step"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,15 +54,8 @@ def next_step(completion: ChatCompletion, *, tools_offered: bool) -> RunTools | 
 
 
 @dataclass(frozen=True, slots=True)
-class ToolRound:
-    """What :meth:`TurnEngine._handle_tool_calls` hands back last: one result per call."""
-
-    results: list[ToolResult]
-
-
-@dataclass(frozen=True, slots=True)
 class TurnEnd:
-    """The loop's last item: the reply, and whether the turn's messages are to be stored."""
+    """What the loop returns: the reply, and whether the turn's messages are to be stored."""
 
     reply: Reply
     store: bool

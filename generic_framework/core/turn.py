@@ -19,7 +19,7 @@ from generic_framework.core.observe import TurnWatch
 from generic_framework.core.options import NO_OPTIONS, TurnOptions
 from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
 from generic_framework.core.tooling import ToolPlan, call_name
-from generic_framework.store.base import SourceRecord, TurnRecord
+from generic_framework.store.base import TurnRecord
 from generic_framework.store.users import Caller
 from generic_framework.wire.messages import AssistantMessage, ChatCompletion, Message, ToolCall
 from generic_framework.wire.model import ChatModel
@@ -40,10 +40,7 @@ def turn_record(
         input=text,
         model=reply.model,
         stop_reason=reply.stop_reason,
-        sources=tuple(
-            SourceRecord(c.number, c.title, c.url, c.site, c.published, c.snippet, c.ref)
-            for c in reply.citations
-        ),
+        sources=tuple(reply.citations),
         prompt_tokens=account.prompt,
         completion_tokens=account.completion,
         cached_tokens=account.cached,

@@ -77,7 +77,7 @@ async def list_models(request: Request) -> Response:
     state = state_of(request)
     caller = caller_of(request)
     data = [
-        ModelOut(id=name, description=persona.description or "")
+        ModelOut(id=name, description=persona.spec.description or "")
         for name, persona in sorted(state.personas.items())
         if allowed(caller, name)
     ]
@@ -92,7 +92,7 @@ async def get_model(request: Request) -> Response:
     persona = _persona(state, name, "model")
     if not allowed(caller_of(request), name):
         raise not_allowed(name, "model")
-    return json_response(ModelOut(id=name, description=persona.description or ""))
+    return json_response(ModelOut(id=name, description=persona.spec.description or ""))
 
 
 async def chat_completions(request: Request) -> Response:
@@ -111,10 +111,10 @@ async def chat_completions(request: Request) -> Response:
     cid = body.conversation_id
     turn = client_turn(
         body,
-        pins=getattr(persona, "client_parameters", {}),
+        pins=persona.spec.client_parameters,
         max_chars=state.settings.bot_max_message_chars,
-        allow_system=getattr(persona, "allow_client_system", True),
-        max_tool_rounds=getattr(persona, "max_tool_rounds", None),
+        allow_system=persona.spec.allow_client_system,
+        max_tool_rounds=persona.spec.max_tool_rounds,
     )
     key = None if cid is None else await conversation_for(request, state.runtime.users, cid)
     ask = Ask(persona, turn.text, caller_of(request), key, turn.history, turn.options)

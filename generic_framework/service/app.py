@@ -260,7 +260,7 @@ def _lifespan(
             await state.runtime.store.open()
             await state.runtime.open()
             served = [p for p in state.personas.values() if isinstance(p, Persona)]
-            if any(persona.mcp_servers for persona in served):
+            if any(persona.spec.mcp_servers for persona in served):
                 await state.runtime.discover(served)
             if telegram is not None:
                 await telegram.start()

@@ -37,6 +37,7 @@ from generic_framework.core.options import (
     TurnOptions,
     schema_problem,
 )
+from generic_framework.core.spec import ClientParameter, ParameterRule
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.requests import content_text, earlier_messages, last_user_text
 from generic_framework.service.schemas import ChatCompletionRequest, ChatMessageIn
@@ -148,8 +149,8 @@ def _continuation(
 class _Pinned:
     """The client's parameters as the persona's pins allow them."""
 
-    def __init__(self, pins: Mapping[str, str]) -> None:
-        self.pins = pins
+    def __init__(self, pins: Mapping[ClientParameter, ParameterRule]) -> None:
+        self.pins: dict[str, str] = {str(name): rule for name, rule in pins.items()}
 
     def get(self, name: str, value: Any, *, pin: str | None = None) -> Any:
         """``value`` of parameter ``name`` (pinned as ``pin``), or None if the persona drops it."""
@@ -211,7 +212,7 @@ def _output(body: ChatCompletionRequest) -> tuple[bool, JsonSchemaFormat | None]
 def client_turn(
     body: ChatCompletionRequest,
     *,
-    pins: Mapping[str, str],
+    pins: Mapping[ClientParameter, ParameterRule],
     max_chars: int,
     allow_system: bool,
     max_tool_rounds: int | None = None,

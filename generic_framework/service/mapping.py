@@ -174,19 +174,12 @@ def turn_record_body(turn: StoredTurn) -> TurnRecordOut:
         "cached_tokens": r.cached_tokens,
         "reasoning_tokens": r.reasoning_tokens,
     }
-    citations = [
-        Citation(
-            number=s.number, title=s.title, url=s.url, site=s.site, snippet=s.snippet,
-            published=s.published, ref=s.ref,
-        )
-        for s in r.sources
-    ]  # fmt: skip
     return out.model_copy(
         update={
             "input": r.input,
             "model": r.model,
             "stop_reason": r.stop_reason,
-            "citations": citations,
+            "citations": list(r.sources),
             "usage": usage,
             "web_searches": r.web_searches,
             "rounds": r.rounds,

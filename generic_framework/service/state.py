@@ -24,22 +24,13 @@ __all__ = ["Drain", "PersonaLike", "ServiceState", "state_of"]
 class PersonaLike(TurnPersona, Protocol):
     """What the service needs from a persona (:class:`~generic_framework.core.persona.Persona`):
     what the turn service runs (:class:`~generic_framework.turns.TurnPersona`), and what
-    ``/v1/models`` and a request's checks read.
+    ``/v1/models`` and a request's checks read: its ``spec`` (name, description, whether a
+    request's system messages are accepted, the client parameters it pins, its round cap).
 
     A persona serialises the turns of a conversation itself (a
     :class:`~generic_framework.core.persona.Persona` holds ``runtime.locks`` for the whole
     turn); the service adds no lock of its own around a turn.
     """
-
-    @property
-    def description(self) -> str:
-        """One line for ``/v1/models``."""
-        ...
-
-    @property
-    def allow_client_system(self) -> bool:
-        """Whether a request's system messages are accepted (after the persona's prompt)."""
-        ...
 
 
 class Drain:

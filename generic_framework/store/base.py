@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from generic_framework.citation import Citation
 from generic_framework.limits import check_conversation_id
 from generic_framework.store.chats import ChatAdmin, ChatStore
 from generic_framework.store.keys import ClaimStore
@@ -33,7 +34,6 @@ __all__ = [
     "ConversationSummary",
     "Conversations",
     "HeldConversation",
-    "SourceRecord",
     "StoreAdmin",
     "StoredMessage",
     "StoredTurn",
@@ -59,19 +59,6 @@ class StoredMessage:
 
 
 @dataclass(frozen=True, slots=True)
-class SourceRecord:
-    """One numbered source of a stored turn (a reply's citation)."""
-
-    number: int
-    title: str = ""
-    url: str = ""
-    site: str = ""
-    published: str = ""
-    snippet: str = ""
-    ref: str = ""
-
-
-@dataclass(frozen=True, slots=True)
 class TurnRecord:
     """What a turn is kept with beside its messages.
 
@@ -81,7 +68,8 @@ class TurnRecord:
         model: the model that answered.
         stop_reason: ``completed``, ``max_rounds``, ``length`` (``content_filter`` turns are
             not stored).
-        sources: the reply's citations, numbered as cited.
+        sources: the reply's citations (the same :class:`~generic_framework.citation.Citation`
+            objects), numbered as cited.
         prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens: usage summed over
             the turn's model calls.
         web_searches: model calls that returned sources plus answered ``search_web`` calls.
@@ -96,7 +84,7 @@ class TurnRecord:
     input: str
     model: str = ""
     stop_reason: str = ""
-    sources: tuple[SourceRecord, ...] = ()
+    sources: tuple[Citation, ...] = ()
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
@@ -126,12 +114,13 @@ class TurnRecord:
     def from_json(cls, data: dict[str, Any]) -> TurnRecord:
         """The inverse of :meth:`to_json`."""
         values = dict(data)
-        values["sources"] = tuple(SourceRecord(**s) for s in values.get("sources") or ())
+        values["sources"] = tuple(Citation(**s) for s in values.get("sources") or ())
         values["round_ms"] = tuple(float(ms) for ms in values.get("round_ms") or ())
         return cls(**values)
 
 
-_SOURCE_FIELDS = tuple(f.name for f in fields(SourceRecord))
+_SOURCE_FIELDS = ("number", "title", "url", "site", "published", "snippet", "ref")
+"""A stored source's keys, in the order records have always been written."""
 _TURN_FIELDS = tuple(f.name for f in fields(TurnRecord))
 
 

@@ -34,6 +34,7 @@ from generic_framework.core.hooks import HookChain, TurnHooks
 from generic_framework.core.options import TurnOptions
 from generic_framework.core.persona import WEB_PREFIX
 from generic_framework.core.reply import Reply
+from generic_framework.core.spec import PersonaSpec
 from generic_framework.quotas import Allowance, Refusal, admit_turn, record_turn, unlimited
 from generic_framework.store.users import Caller, UserAdmin
 
@@ -55,8 +56,8 @@ class TurnPersona(Protocol):
     (:class:`~generic_framework.core.persona.Persona`)."""
 
     @property
-    def name(self) -> str:
-        """The persona's name."""
+    def spec(self) -> PersonaSpec:
+        """The persona's fields (its name is what a key's persona allowlist names)."""
         ...
 
     async def respond(
@@ -180,8 +181,8 @@ class TurnService:
             PersonaNotAllowed: the key may not use the persona.
             TurnRefused: a limit is reached (nothing ran, nothing was counted).
         """
-        if not allowed(ask.caller, ask.persona.name):
-            raise PersonaNotAllowed(ask.persona.name)
+        if not allowed(ask.caller, ask.persona.spec.name):
+            raise PersonaNotAllowed(ask.persona.spec.name)
         if ask.caller is None or unlimited(ask.caller):
             return _FREE
         admitted = await admit_turn(ask.caller, self.users, self.resources.settings, web=ask.web)

@@ -20,6 +20,12 @@ _PROBE = r"""
 import importlib, importlib.machinery, json, os, sys
 
 for name in sys.argv[1:]:
+    if name == "--run-the-command":  # the console script's entry point, run to its end
+        import contextlib, io
+        from generic_framework.cli import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+            main(["--version"])
+        continue
     importlib.import_module(name)
 
 
@@ -85,7 +91,14 @@ def test_modules_imported_before_the_package_are_left_alone(first: str) -> None:
     assert _problems(first) == []
 
 
+def test_importing_the_command_line_module_changes_nothing_either() -> None:
+    # The stand-in for httpx's command line belongs to the command's process: importing the
+    # module that declares the command (as the console script does) must not put it in place.
+    assert _problems("generic_framework.cli") == []
+    assert _problems("generic_framework.cli", "httpx") == []
+
+
 def test_the_probe_sees_a_stand_in() -> None:
-    # What the CLI's entry point does to httpx: the same probe must report it.
-    problems = _problems("generic_framework.cli", "httpx")
+    # What the CLI's entry point does to httpx when it runs: the same probe must report it.
+    problems = _problems("--run-the-command", "httpx")
     assert "httpx._main: no __spec__ (a stand-in?)" in problems

@@ -25,10 +25,10 @@ def test_shipped_personas_load() -> None:
     personas = load_personas(PERSONAS, settings=Settings.defaults())
     assert set(personas) >= {"scout", "helper"}
     scout = personas["scout"]
-    assert "//" in scout.description and scout.web_search.mode == "builtin"
+    assert "//" in scout.spec.description and scout.spec.web_search.mode == "builtin"
     assert [t.name for t in scout.tools] == ["current_time", "calculate", "convert_units"]
     helper = personas["helper"]
-    assert helper.tools_always and helper.web_search.mode == "off"
+    assert helper.spec.tools_always and helper.spec.web_search.mode == "off"
 
 
 def test_every_field(tmp_path: Path) -> None:
@@ -67,12 +67,12 @@ content_size = "high"
         persona = load_persona(path, settings=Settings.defaults())
     finally:
         sys.path.remove(str(tmp_path))
-    assert persona.name == "full-persona" and persona.model == "glm-4.5"
-    assert persona.temperature == 0.4 and persona.thinking is not None
-    assert persona.max_tool_rounds == 2 and persona.tools_always
+    assert persona.spec.name == "full-persona" and persona.spec.model == "glm-4.5"
+    assert persona.spec.temperature == 0.4 and persona.spec.thinking is not None
+    assert persona.spec.max_tool_rounds == 2 and persona.spec.tools_always
     assert [t.name for t in persona.tools] == ["shout", "calculate"]
-    assert persona.final_answer_fallback == "Nothing."
-    ws = persona.web_search
+    assert persona.spec.final_answer_fallback == "Nothing."
+    ws = persona.spec.web_search
     assert (ws.mode, ws.engine, ws.count, ws.recency, ws.domain_filter, ws.content_size) == (
         "client", "search_std", 9, "oneMonth", "example.org", "high",
     )  # fmt: skip
@@ -80,7 +80,7 @@ content_size = "high"
 
 def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
     persona = load_persona(write(tmp_path, "plain.toml", 'system_prompt = "Hi."'))
-    assert persona.name == "plain" and persona.tools == ()
+    assert persona.spec.name == "plain" and persona.tools == ()
 
 
 @pytest.mark.parametrize(

@@ -490,7 +490,7 @@ async def test_length_with_tool_calls_ends_the_turn(
     persona = make_persona(settings, client_for(s))
     reply = await persona.respond("// x")
     assert reply.stop_reason == "length"
-    assert reply.content == persona.final_answer_fallback
+    assert reply.content == persona.spec.final_answer_fallback
     assert all(not (m.role == "assistant" and m.tool_calls) for m in reply.messages)
 
 
@@ -711,7 +711,7 @@ async def test_web_search_false_turns_the_builtin_tool_off(
     s = script(completion("ok"))
     persona = make_persona(settings, client_for(s), web_search=False)
     await persona.respond("// q")
-    assert persona.web_search.mode == "off" and tool_names(s.requests[0]) == ["lookup"]
+    assert persona.spec.web_search.mode == "off" and tool_names(s.requests[0]) == ["lookup"]
 
 
 async def test_streamed_markers_are_rewritten_as_they_arrive(

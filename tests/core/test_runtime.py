@@ -118,7 +118,7 @@ def test_library_objects_do_not_read_the_environment(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("MAX_TOOL_ROUNDS", "9")
     persona = Persona("p", "S.")
     assert persona.settings.api_key is None
-    assert (persona.model, persona.max_tool_rounds) == ("glm-4.7", 5)
+    assert (persona.spec.model, persona.spec.max_tool_rounds) == ("glm-4.7", 5)
     assert GLMClient().settings.api_key is None
     assert Runtime().settings.llm_model == "glm-4.7"
     assert Runtime.from_env().settings.llm_model == "glm-from-env"

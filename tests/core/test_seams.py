@@ -14,14 +14,14 @@ from zai_script import Script, make_settings
 
 from generic_framework import FunctionModel
 from generic_framework.config import Settings
-from generic_framework.core.engine import ToolRound, TurnEngine
-from generic_framework.core.events import Done, PersonaEvent, TextDelta, ToolFinished
+from generic_framework.core.engine import TurnEngine
+from generic_framework.core.events import Done, EventSink, PersonaEvent, TextDelta, ToolFinished
 from generic_framework.core.persona import CONTENT_FILTER_NOTICE, Persona
 from generic_framework.core.reply import Reply, ToolResult
 from generic_framework.core.resources import Resources
 from generic_framework.core.spec import PersonaSpec, ResolvedSpec
 from generic_framework.core.turn import Turn
-from generic_framework.errors import ToolLoopError
+from generic_framework.errors import ConfigError, ToolLoopError
 from generic_framework.runtime import Runtime
 from generic_framework.testing import tool_call
 from generic_framework.tools import tool
@@ -124,8 +124,8 @@ class Canned(Persona):
     """Answers every tool call with a canned result instead of running the tool."""
 
     async def _handle_tool_calls(
-        self, message: AssistantMessage, turn: Turn
-    ) -> AsyncGenerator[ToolFinished | ToolRound, None]:
+        self, message: AssistantMessage, turn: Turn, events: EventSink
+    ) -> list[ToolResult]:
         calls = message.tool_calls or []
         turn.new.append(message.model_copy(update={"content": None}))
         results = [
@@ -133,8 +133,8 @@ class Canned(Persona):
         ]
         for call, result in zip(calls, results, strict=True):
             turn.new.append(ToolMessage(content=result.content, tool_call_id=call.id))
-            yield ToolFinished(result.name, True, 0.0)
-        yield ToolRound(results)
+            events(ToolFinished(result.name, True, 0.0))
+        return results
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -153,6 +153,11 @@ async def test_an_overridden_handle_tool_calls_answers_both_modes(
         persona = Canned("p", "S.", [lookup], runtime=runtime, tools_always=True)
         reply = await run(persona, "find a and b", stream=stream)
         exposition, _ = runtime.telemetry.metrics.exposition()
+        # What the override put in the sink reaches a stream's consumer, between the round's
+        # announcement and the answer.
+        kinds = [type(e).__name__ async for e in persona.stream("find a and b")]
+    assert kinds[:3] == ["RoundStarted", "ToolFinished", "ToolFinished"]
+    assert kinds[-1] == "Done" and "TextDelta" in kinds
     assert reply.content == "The tool said CANNED." and ran == []
     assert [r.content for r in reply.rounds[0].results] == ["CANNED", "CANNED"]
     # The overridden round was counted from the results it returned.
@@ -163,9 +168,9 @@ async def test_an_overridden_handle_tool_calls_answers_both_modes(
 async def test_a_tool_round_without_its_results_is_a_framework_error(tmp_path: Path) -> None:
     class Forgetful(Persona):
         async def _handle_tool_calls(
-            self, message: AssistantMessage, turn: Turn
-        ) -> AsyncGenerator[ToolFinished | ToolRound, None]:
-            yield ToolRound([])
+            self, message: AssistantMessage, turn: Turn, events: EventSink
+        ) -> list[ToolResult]:
+            return []
 
     model = FunctionModel(lambda request: [tool_call("lookup", {"key": "a"})])
     async with Runtime(make_settings(tmp_path), model=model) as runtime:
@@ -237,6 +242,43 @@ def test_a_resolved_spec_has_its_own_type(settings: Settings) -> None:
     assert resolved.web_search.mode == "builtin"
     with pytest.raises(ToolLoopError, match="resolved spec"):
         TurnEngine(spec, tool_timeout=1.0, keep_reasoning=False)  # type: ignore[arg-type]
+
+
+def test_a_persona_s_fields_are_its_spec_s_alone(settings: Settings) -> None:
+    persona = Persona(
+        "p",
+        "S.",
+        [lookup],
+        settings=settings,
+        temperature=0.2,
+        client_parameters={"top_p": "refuse"},
+    )
+    spec = persona.spec
+    assert (spec.name, spec.system_prompt, spec.tools, spec.temperature) == (
+        "p",
+        "S.",
+        ("lookup",),
+        0.2,
+    )
+    # A spec field reaches the persona with no code of the persona's: client_parameters had
+    # no keyword of its own.
+    assert spec.client_parameters == {"top_p": "refuse"}
+    # Nothing repeats the spec's fields beside it (``tools`` are the tools themselves; the
+    # spec has their names).
+    assert [f for f in PersonaSpec.model_fields if hasattr(persona, f)] == ["tools"]
+    assert [t.name for t in persona.tools] == list(spec.tools or ())
+    built = Persona.from_spec(PersonaSpec.build(name="p", system_prompt="S."), settings=settings)
+    made = Persona("p", "S.", settings=settings).spec
+    assert built.spec.model_dump(exclude={"tools"}) == made.model_dump(exclude={"tools"})
+
+
+def test_a_persona_refuses_what_its_spec_refuses(settings: Settings) -> None:
+    with pytest.raises(ConfigError, match="temprature: unknown key"):
+        Persona("p", "S.", settings=settings, temprature=0.5)
+    with pytest.raises(ConfigError, match="max_tool_rounds"):
+        Persona("p", "S.", settings=settings, max_tool_rounds=-1)
+    with pytest.raises(ConfigError, match="pass the tools themselves"):
+        Persona("p", "S.", settings=settings, tool_modules=["my.tools"])
 
 
 # ------------------------------------------------------------------------------ opening

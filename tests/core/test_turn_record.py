@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from zai_script import Script, call, completion, make_settings, source
 
+from generic_framework.citation import Citation
 from generic_framework.core.persona import Persona
 from generic_framework.runtime import Runtime
 from generic_framework.service.mapping import turn_record_body
+from generic_framework.store import TurnRecord
 from generic_framework.testing import FunctionModel
 from generic_framework.tools import tool
 from generic_framework.wire.client import GLMClient
@@ -73,6 +76,21 @@ async def test_a_web_turn_is_stored_with_its_record(
     shown = turn_record_body(turns[0])
     assert shown.input == "  //  weather?  " and shown.citations[0].title == "Title 1"
     assert shown.usage["cached_tokens"] == 192
+    # One shape for a source: the stored record's sources are the reply's citations, read back
+    # as the same type, and the API shows the stored ones as it shows the reply's.
+    assert list(record.sources) == reply.citations
+    assert [c.model_dump() for c in shown.citations] == [c.model_dump() for c in reply.citations]
+
+
+def test_a_stored_source_keeps_its_keys_and_reads_back_as_a_citation() -> None:
+    stored = {
+        "number": 1, "title": "T", "url": "https://ex.org/1", "site": "S",
+        "published": "2026-01-02", "snippet": "sn", "ref": "ref_1",
+    }  # fmt: skip
+    record = TurnRecord.from_json({"input": "//q", "sources": [stored]})
+    assert record.sources == (Citation(**stored),)
+    # Written out with the keys, in the order, records have always been written with.
+    assert json.dumps(record.to_json()["sources"]) == json.dumps([stored])
 
 
 async def test_a_plain_turn_without_conversation_stores_nothing(

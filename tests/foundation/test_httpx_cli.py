@@ -38,17 +38,25 @@ def _run(code: str) -> dict[str, object]:
     return result
 
 
+_ENTRY_POINT = (
+    "import contextlib, io\n"
+    "from generic_framework.cli import main\n"
+    "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+    "    main(['--version'])\n"
+)
+
+
 def test_the_command_s_entry_point_then_httpx_loads_no_command_line() -> None:
-    code = (
-        "import json, sys, generic_framework.cli, httpx\n"
+    code = _ENTRY_POINT + (
+        "import json, sys, httpx\n"
         "print(json.dumps({m: m in sys.modules for m in ('click', 'rich', 'pygments')}))"
     )
     assert _run(code) == {"click": False, "rich": False, "pygments": False}
 
 
 def test_the_command_line_and_its_module_still_work_when_used() -> None:
-    code = (
-        "import contextlib, io, json, sys, generic_framework.cli, httpx\n"
+    code = _ENTRY_POINT + (
+        "import contextlib, io, json, sys, httpx\n"
         "from httpx._main import print_response\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
@@ -59,9 +67,19 @@ def test_the_command_line_and_its_module_still_work_when_used() -> None:
     assert _run(code) == {"usage": True, "real": True, "name": "main"}
 
 
+def test_importing_the_command_s_module_alone_puts_no_stand_in() -> None:
+    code = (
+        "import json, sys, generic_framework.cli, httpx\n"
+        "print(json.dumps({'click': 'click' in sys.modules,"
+        " 'stand_in': hasattr(sys.modules['httpx._main'], '_stand_in')}))"
+    )
+    assert _run(code) == {"click": True, "stand_in": False}
+
+
 def test_nothing_changes_when_httpx_was_imported_first() -> None:
     code = (
-        "import json, sys, httpx, generic_framework.cli\n"
-        "print(json.dumps({'click': 'click' in sys.modules}))"
+        "import json, sys, httpx\n"
+        + _ENTRY_POINT
+        + "print(json.dumps({'click': 'click' in sys.modules}))"
     )
     assert _run(code) == {"click": True}

@@ -125,7 +125,7 @@ async def test_an_mcp_mode_turn_against_the_mock_cites_the_mcp_results(tmp_path:
         assert settings.web_search_mode == "auto" and settings.search_mode == "mcp"
         async with Runtime(settings) as runtime:
             scout = runtime.persona("scout")
-            assert scout.web_search.mode == "mcp"
+            assert scout.spec.web_search.mode == "mcp"
             reply = await scout.respond(TRAM, conversation_id="c1")
             again = await scout.respond(TRAM, conversation_id="c2")
         report = server.report()
@@ -157,7 +157,7 @@ async def test_auto_is_the_builtin_tool_on_the_general_endpoint(tmp_path: Path) 
             reply = await scout.respond("// what's the weather in Nanaimo?")
             assert not runtime.mcp.connections  # no MCP session was ever opened
         served = {f["name"]: f["served"] for f in server.report()["fixtures"]}
-    assert scout.web_search.mode == "builtin"
+    assert scout.spec.web_search.mode == "builtin"
     assert served["web_search_nanaimo"] == [1] and len(reply.citations) == 3
 
 

@@ -124,7 +124,7 @@ def test_a_missing_variable_fails_when_the_persona_is_bound(tmp_path: Path) -> N
     with pytest.raises(ConfigError, match=r"persona 'p': mcp_servers\[0\] \(s\): env.KEY uses"):
         Runtime(settings).persona("p")
     bound = Runtime(settings, environ={"SERVER_KEY": "k"}).persona("p")
-    assert bound.mcp_servers[0].env == {"KEY": "${SERVER_KEY}"}
+    assert bound.spec.mcp_servers[0].env == {"KEY": "${SERVER_KEY}"}
     with pytest.raises(ConfigError, match="SERVER_KEY"):
         Persona("p", "x", mcp_servers=[{"name": "s", "command": "c", "args": ["${SERVER_KEY}"]}])
 

@@ -183,7 +183,7 @@ def test_any_persona_file_loads_or_names_the_file(
         assert str(exc).startswith(f"{path}: "), str(exc)
         assert "\n" not in str(exc)
     else:
-        assert persona.name and persona.spec.system_prompt is not None
+        assert persona.spec.name and persona.spec.system_prompt is not None
 
 
 def test_the_property_reaches_both_outcomes(tmp_path: Path) -> None:

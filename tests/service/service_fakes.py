@@ -9,6 +9,8 @@ from typing import Any
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta, ToolFinished
 from generic_framework.core.options import TurnOptions
 from generic_framework.core.reply import Citation, Reply
+from generic_framework.core.spec import PersonaSpec
+from generic_framework.tools.web_search import WebSearch, WebSearchMode
 from generic_framework.wire.messages import AssistantMessage, Usage, UserMessage
 
 TOKEN = "test-token-0123456789"
@@ -58,10 +60,15 @@ class FakePersona:
         error: BaseException | None = None,
         error_after: int = 0,
         allow_client_system: bool = True,
+        web_search: WebSearchMode = "off",
     ) -> None:
-        self.name = name
-        self.allow_client_system = allow_client_system
-        self.description = description
+        self.spec = PersonaSpec(
+            name=name,
+            system_prompt="",
+            description=description,
+            allow_client_system=allow_client_system,
+            web_search=WebSearch(mode=web_search),
+        )
         self.events = list(
             events
             if events is not None

@@ -11,14 +11,17 @@ import httpx
 import pytest
 from conversation_turns import exchange
 
-from generic_framework.store import SourceRecord, SQLiteStore, TurnRecord
+from generic_framework.citation import Citation
+from generic_framework.store import SQLiteStore, TurnRecord
 
 Client = Callable[..., httpx.AsyncClient]
 PERSONAS = Path(__file__).resolve().parents[2] / "personas"
 
 
 async def add(store: SQLiteStore, cid: str, persona: str, typed: str, answer: str) -> None:
-    sources = (SourceRecord(1, "Weather", "https://weather.example.org/n", "Example"),)
+    sources = (
+        Citation(number=1, title="Weather", url="https://weather.example.org/n", site="Example"),
+    )
     record = TurnRecord(input=typed, model="glm-4.7", sources=sources if "//" in typed else ())
     question = typed.removeprefix("//").strip()
     await store.append_turn(cid, persona, exchange(question, answer, tool=True), record)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -16,9 +15,7 @@ Client = Callable[..., httpx.AsyncClient]
 
 
 def searching(name: str) -> FakePersona:
-    persona = FakePersona(name)
-    persona.web_search = SimpleNamespace(mode="builtin")  # type: ignore[attr-defined]
-    return persona
+    return FakePersona(name, web_search="builtin")
 
 
 async def info(client_for: Client, personas: dict[str, Any], **values: Any) -> dict[str, Any]:

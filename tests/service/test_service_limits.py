@@ -15,6 +15,7 @@ from service_fakes import TOKEN
 from service_processes import served_in_thread
 
 from generic_framework.config import Settings
+from generic_framework.core.spec import PersonaSpec
 from generic_framework.errors import ConfigError
 from generic_framework.runtime import Runtime
 from generic_framework.service import check_bind, create_app, is_loopback, uvicorn_config
@@ -203,14 +204,11 @@ class _Endless:
     Like a real persona it holds its conversation's lock (the runtime's) for the whole turn.
     """
 
-    name = "endless"
-    description = ""
+    spec = PersonaSpec(name="endless", system_prompt="")
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.running = 0
-
-    allow_client_system = True
 
     async def respond(
         self,

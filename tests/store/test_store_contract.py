@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from conversation_turns import turn
 
+from generic_framework.citation import Citation
 from generic_framework.store import (
     ConversationStore,
-    SourceRecord,
     TurnRecord,
     checksum,
     open_store,
@@ -32,10 +32,16 @@ def record(n: int) -> TurnRecord:
         model="glm-4.7",
         stop_reason="completed",
         sources=(
-            SourceRecord(
-                1, "Title", "https://example.org/a", "Example", "2026-01-02", "s", "ref_1"
+            Citation(
+                number=1,
+                title="Title",
+                url="https://example.org/a",
+                site="Example",
+                published="2026-01-02",
+                snippet="s",
+                ref="ref_1",
             ),
-            SourceRecord(2, url="https://example.org/b"),
+            Citation(number=2, url="https://example.org/b"),
         ),
         prompt_tokens=100 + n,
         completion_tokens=20,

@@ -54,7 +54,7 @@ async def run_turn(
         )
         async with Runtime(settings) as runtime:
             scout = runtime.persona("scout")
-            assert scout.web_search.mode == mode
+            assert scout.spec.web_search.mode == mode
             with caplog.at_level(logging.INFO, logger="generic_framework.turn"):
                 reply = await scout.respond(question, conversation_id="c1")
             turns = await runtime.store.turns("c1")
