@@ -173,6 +173,7 @@ def raw(key: str) -> Callable[[dict[str, Any]], float | None]:
 
 SEQUENTIAL: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("raw_httpx", "raw_httpx", "raw httpx, one pooled AsyncClient (the floor)", {}),
+    ("typed_httpx", "typed_httpx", "raw httpx + pydantic models (the typed floor)", {}),
     ("persona", "persona", "Persona, sync tool (runs in a worker thread)", {}),
     (
         "persona_conversation",
@@ -234,6 +235,12 @@ def postgres_url(stack: contextlib.ExitStack) -> tuple[str | None, str]:
 CONCURRENCY: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("raw_httpx", "raw_httpx", "raw httpx, default pool (100, 20 kept alive)", {}),
     ("raw_httpx_1000", "raw_httpx", "raw httpx, pool 1000", {"max_connections": 1000}),
+    (
+        "typed_httpx",
+        "typed_httpx",
+        "raw httpx + pydantic models, default pool (the typed floor)",
+        {},
+    ),
     ("glmclient", "glmclient", "GLMClient, settings as shipped", {}),
     ("persona", "persona", "Persona, settings as shipped", {}),
     (
