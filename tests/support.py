@@ -139,6 +139,15 @@ needs_ipv6_loopback = pytest.mark.skipif(
 )
 
 
+def until(check: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
+    """Poll ``check`` until it holds; fail saying ``what`` was awaited after ``seconds`` (a
+    busy machine may take long; a quiet one does not wait)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.02)
+
+
 async def wait_for(check: Callable[[], bool], what: str = "", seconds: float = 10.0) -> None:
     """Poll ``check`` until it holds; fail saying ``what`` was awaited after ``seconds``."""
     deadline = time.monotonic() + seconds

@@ -10,12 +10,12 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
-from service_processes import TOKEN, Process, bot_process, mock_process
+from service_processes import TOKEN, Process, bot_process, mock_process, mock_requests
+from support import until
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 DRAIN = 4
@@ -67,19 +67,6 @@ def _wait_refused(bot: Process, seconds: float) -> float:
     return time.monotonic() - start
 
 
-def _until(check: Callable[[], bool], what: str, seconds: float = 30) -> None:
-    """Poll ``check`` until it holds (a busy machine may take long; a quiet one does not wait)."""
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.02)
-
-
-def _upstream_calls(mock: Process) -> int:
-    """How many chat requests the mock has received (each turn's call waits there)."""
-    return int(httpx.get(f"{mock.url}/mock/report", timeout=5).json()["requests"])
-
-
 def _draining(bot: Process) -> bool:
     return httpx.get(f"{bot.url}/readyz", timeout=5).json()["status"] == "draining"
 
@@ -99,10 +86,10 @@ def test_sigterm_drains_first_then_finishes_the_running_turns(tmp_path: Path) ->
         try:
             results: dict[str, object] = {}
             before = _in_thread(results, "before", bot)  # running when the signal comes
-            _until(lambda: _upstream_calls(mock) == 1, "the first turn waits for its answer")
+            until(lambda: mock_requests(mock) == 1, "the first turn waits for its answer")
             signalled = time.monotonic()
             _signal(bot)
-            _until(lambda: _draining(bot), "the service handled the signal")
+            until(lambda: _draining(bot), "the service handled the signal")
             # Draining: not ready (a proxy takes the replica out), alive, still serving.
             ready = httpx.get(f"{bot.url}/readyz", timeout=5)
             assert ready.status_code == 503 and ready.json()["status"] == "draining"
@@ -113,7 +100,7 @@ def test_sigterm_drains_first_then_finishes_the_running_turns(tmp_path: Path) ->
             during = _in_thread(results, "during", bot)
             # Accepted, and its turn running, before the drain ends (the listening socket's
             # backlog is not a promise: what is not accepted when it closes is reset).
-            _until(lambda: _upstream_calls(mock) == 2, "the second turn waits for its answer")
+            until(lambda: mock_requests(mock) == 2, "the second turn waits for its answer")
             assert time.monotonic() - signalled < DRAIN, "the machine was too slow to test this"
             _wait_refused(bot, DRAIN + 10)
             refused_after = time.monotonic() - signalled
@@ -149,7 +136,7 @@ def test_a_second_signal_ends_the_drain_at_once(tmp_path: Path) -> None:
         bot = bot_process(tmp_path, mock, BOT_DRAIN_DELAY="60").start()
         try:
             _signal(bot)
-            _until(lambda: _draining(bot), "the service handled the signal")
+            until(lambda: _draining(bot), "the service handled the signal")
             assert not _refused(bot)
             started = time.monotonic()
             _signal(bot, signal.SIGINT)
@@ -180,7 +167,7 @@ def test_the_shutdown_timeout_bounds_how_long_running_turns_may_take(tmp_path: P
         try:
             results: dict[str, object] = {}
             turn = _in_thread(results, "cut", bot)
-            _until(lambda: _upstream_calls(mock) == 1, "the turn waits for its answer")
+            until(lambda: mock_requests(mock) == 1, "the turn waits for its answer")
             started = time.monotonic()
             _signal(bot)
             assert _exit_code(bot, 10) is not None
