@@ -86,6 +86,7 @@ def verdicts(rows: list[Row]) -> list[Verdict]:
         *_streaming_verdicts(scenario("4")),
         *_startup_verdicts(scenario("5")),
         *_service_verdicts(scenario("8")),
+        *_instruction_verdicts(scenario("9")),
     ]
 
 
@@ -255,6 +256,39 @@ def _service_verdicts(rows: list[Row]) -> list[Verdict]:
     return out
 
 
+def _instruction_verdicts(rows: list[Row]) -> list[Verdict]:
+    """The rows stated in instructions (callgrind), which the machine's load does not move."""
+    out = []
+    raw = _median(rows, "chat:raw_httpx", "minstr")
+    typed = _median(rows, "chat:typed_httpx", "minstr")
+    for key, what, limit in (
+        ("persona", "persona", 1.15),
+        ("persona_conversation", "persona with a conversation_id (SQLite)", 1.25),
+    ):
+        mine = _median(rows, f"chat:{key}", "minstr")
+        if mine is not None and raw:
+            out.append(
+                Verdict(
+                    f"9. {what}: instructions per chat <= {limit}x raw httpx",
+                    _both(mine, raw, typed),
+                    mine <= limit * raw,
+                )
+            )
+    typed_first = _median(rows, "first:typed_httpx", "minstr")
+    raw_first = _median(rows, "first:raw_httpx", "minstr")
+    for key in ("glmclient", "persona"):
+        mine = _median(rows, f"first:{key}", "minstr")
+        if mine is not None and typed_first and raw_first:
+            out.append(
+                Verdict(
+                    f"9. {key}: instructions to the first answer <= 1.15x the typed floor",
+                    f"{_ratio(mine, typed_first)}; {_ratio(mine, raw_first)} raw httpx",
+                    mine <= 1.15 * typed_first,
+                )
+            )
+    return out
+
+
 def verdict_table(items: list[Verdict]) -> str:
     """The targets as a markdown table."""
     lines = ["| target | measured | met |", "|---|---|---|"]
@@ -301,6 +335,10 @@ SECTIONS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
             ("added_p99_ms", "p99 over the floor ms", 1),
             ("rss_mb", "peak RSS MB", 1),
         ],
+    ),
+    "9": (
+        "9. Instructions (callgrind; per chat, and spawn to first answer)",
+        [("minstr", "million instructions", 2)],
     ),
 }
 

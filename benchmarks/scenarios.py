@@ -1,7 +1,8 @@
 """Scenarios 1-4. Each returns :class:`Row` values; :mod:`benchmarks.report` renders them.
 
 Scenario 5 is in :mod:`benchmarks.startup`, 6 in :mod:`benchmarks.mockbench`, 7 in
-:mod:`benchmarks.profiling` and 8, the bot service, in :mod:`benchmarks.service_bench`.
+:mod:`benchmarks.profiling`, 8, the bot service, in :mod:`benchmarks.service_bench` and 9,
+instructions, in :mod:`benchmarks.instructions`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Config:
     stream_chunks: int = 201
     parallel_n: int = 5
     startup_reps: int = 5
+    instr_n: int = 250
+    instr_base: int = 50
     service_clients: int = 200
     service_latency: float = 0.1
     service_seconds: float = 5.0
@@ -63,6 +66,8 @@ class Config:
             stream_chunks=5,
             parallel_n=1,
             startup_reps=1,
+            instr_n=4,
+            instr_base=2,
             service_clients=10,
             service_latency=0.01,
             service_seconds=0.5,

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from benchmarks import job, postgres, run_client, service_bench, startup
+from benchmarks import instructions, job, postgres, run_client, service_bench, startup
 from benchmarks.__main__ import scenarios
 from benchmarks.clients import CLIENTS, typed_httpx
 from benchmarks.report import Verdict, render, verdicts
@@ -272,3 +272,32 @@ def test_verdicts_compare_medians_with_the_targets() -> None:
     text = render(rows, "# run\n", "")
     assert "**not met**" in text
     assert isinstance(next(iter(found.values())), Verdict)
+
+
+def test_the_instruction_rows_are_checked_against_both_floors() -> None:
+    rows = [
+        _row("9", "chat:raw_httpx", minstr=5.7),
+        _row("9", "chat:typed_httpx", minstr=5.8),
+        _row("9", "chat:persona", minstr=5.8),
+        _row("9", "chat:persona_conversation", minstr=7.3),
+        _row("9", "first:raw_httpx", minstr=1300.0),
+        _row("9", "first:typed_httpx", minstr=1700.0),
+        _row("9", "first:persona", minstr=1900.0),
+    ]
+    found = {v.target: v for v in verdicts(rows)}
+    assert found["9. persona: instructions per chat <= 1.15x raw httpx"].met is True
+    stored = found[
+        "9. persona with a conversation_id (SQLite): instructions per chat <= 1.25x raw httpx"
+    ]
+    assert stored.met is False  # 7.3 / 5.7 = 1.28x
+    assert stored.measured.startswith("1.28x; 1.26x the typed floor")
+    first = found["9. persona: instructions to the first answer <= 1.15x the typed floor"]
+    assert first.met is True and first.measured == "1.12x; 1.46x raw httpx"
+    assert "9. glmclient: instructions to the first answer <= 1.15x the typed floor" not in found
+
+
+def test_without_valgrind_the_instruction_rows_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: None)
+    rows = instructions.instructions(Config.quick_config("unused"))
+    assert {r.key for r in rows} >= {"chat:persona_conversation", "first:typed_httpx"}
+    assert all(r.skipped and r.note == "not measured: valgrind is not installed" for r in rows)
