@@ -212,20 +212,9 @@ def _startup_verdicts(start: list[Row]) -> list[Verdict]:
     cli = _median(start, "cli_help", "ms")
     if cli is not None:
         out.append(Verdict("5. generic-framework --help <= 300 ms", f"{cli:.0f} ms", cli <= 300))
-    raw = _median(start, "first:raw_httpx", "ms")
-    typed = _median(start, "first:typed_httpx", "ms")
+    out += _first_answer(start, "ms", "5. {key}: spawn to first answer <= 1.15x the typed floor")
     raw_first = _median(start, "firstconv:raw_httpx", "ms")
     for key in ("glmclient", "persona"):
-        mine = _median(start, f"first:{key}", "ms")
-        if mine is not None and raw and typed:
-            out.append(
-                Verdict(
-                    f"5. {key}: spawn to first answer <= 1.15x the typed floor",
-                    f"{_ratio(mine, typed)} ({mine:.0f} vs {typed:.0f} ms); "
-                    f"{_ratio(mine, raw)} raw httpx ({raw:.0f} ms)",
-                    mine <= 1.15 * typed,
-                )
-            )
         first = _median(start, f"firstconv:{key}", "ms")
         if first is not None and raw_first is not None:
             out.append(
@@ -235,6 +224,22 @@ def _startup_verdicts(start: list[Row]) -> list[Verdict]:
                     first <= raw_first + 20,
                 )
             )
+    return out
+
+
+def _first_answer(rows: list[Row], metric: str, target: str) -> list[Verdict]:
+    """Spawn to first answer of the shipped clients against the typed floor, raw httpx beside."""
+    out = []
+    raw = _median(rows, "first:raw_httpx", metric)
+    typed = _median(rows, "first:typed_httpx", metric)
+    for key in ("glmclient", "persona"):
+        mine = _median(rows, f"first:{key}", metric)
+        if mine is not None and raw and typed:
+            measured = (
+                f"{_ratio(mine, typed)} ({mine:.0f} vs {typed:.0f}); "
+                f"{_ratio(mine, raw)} raw httpx ({raw:.0f})"
+            )
+            out.append(Verdict(target.format(key=key), measured, mine <= 1.15 * typed))
     return out
 
 
@@ -274,18 +279,8 @@ def _instruction_verdicts(rows: list[Row]) -> list[Verdict]:
                     mine <= limit * raw,
                 )
             )
-    typed_first = _median(rows, "first:typed_httpx", "minstr")
-    raw_first = _median(rows, "first:raw_httpx", "minstr")
-    for key in ("glmclient", "persona"):
-        mine = _median(rows, f"first:{key}", "minstr")
-        if mine is not None and typed_first and raw_first:
-            out.append(
-                Verdict(
-                    f"9. {key}: instructions to the first answer <= 1.15x the typed floor",
-                    f"{_ratio(mine, typed_first)}; {_ratio(mine, raw_first)} raw httpx",
-                    mine <= 1.15 * typed_first,
-                )
-            )
+    target = "9. {key}: instructions to the first answer <= 1.15x the typed floor"
+    out += _first_answer(rows, "minstr", target)
     return out
 
 

@@ -292,7 +292,8 @@ def test_the_instruction_rows_are_checked_against_both_floors() -> None:
     assert stored.met is False  # 7.3 / 5.7 = 1.28x
     assert stored.measured.startswith("1.28x; 1.26x the typed floor")
     first = found["9. persona: instructions to the first answer <= 1.15x the typed floor"]
-    assert first.met is True and first.measured == "1.12x; 1.46x raw httpx"
+    assert first.met is True
+    assert first.measured == "1.12x (1900 vs 1700); 1.46x raw httpx (1300)"
     assert "9. glmclient: instructions to the first answer <= 1.15x the typed floor" not in found
 
 
