@@ -49,25 +49,26 @@ def instructions(cfg: Config) -> list[Row]:
     found = {row.key: row for row in rows}
     with Server().running() as url, tempfile.TemporaryDirectory(prefix="bench-cg-") as tmp:
         for key, client, _, options in PER_CHAT:
-            row = found[f"chat:{key}"]
             counts = [
                 _count(valgrind, Path(tmp), client, "sequential", n, options, url)
                 for n in (cfg.instr_n, cfg.instr_base)
             ]
-            many, few = counts
-            if isinstance(many, str) or isinstance(few, str):
-                row.note = f"failed: {many if isinstance(many, str) else few}"
-                continue
-            per_chat = (many - few) / (cfg.instr_n - cfg.instr_base) / 1e6
-            row.metrics = {"minstr": {"median": per_chat, "n": 1}}
+            _keep(found[f"chat:{key}"], counts, cfg.instr_n - cfg.instr_base)
         for client in FIRST_ANSWER:
-            row = found[f"first:{client}"]
             total = _count(valgrind, Path(tmp), client, "first_answer", 1, {}, url)
-            if isinstance(total, str):
-                row.note = f"failed: {total}"
-                continue
-            row.metrics = {"minstr": {"median": total / 1e6, "n": 1}}
+            _keep(found[f"first:{client}"], [total], 1)
     return rows
+
+
+def _keep(row: Row, counts: list[int | str], chats: int) -> None:
+    """Millions of instructions per chat (the first count less the second, if two), or why not."""
+    failed = [c for c in counts if isinstance(c, str)]
+    if failed:
+        row.note = f"failed: {failed[0]}"
+        return
+    numbers = [int(c) for c in counts]
+    total = numbers[0] - (numbers[1] if len(numbers) > 1 else 0)
+    row.metrics = {"minstr": {"median": total / chats / 1e6, "n": 1}}
 
 
 def _count(

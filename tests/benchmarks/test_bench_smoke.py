@@ -302,3 +302,12 @@ def test_without_valgrind_the_instruction_rows_say_why(monkeypatch: pytest.Monke
     rows = instructions.instructions(Config.quick_config("unused"))
     assert {r.key for r in rows} >= {"chat:persona_conversation", "first:typed_httpx"}
     assert all(r.skipped and r.note == "not measured: valgrind is not installed" for r in rows)
+
+
+def test_instructions_per_chat_are_the_difference_of_two_processes() -> None:
+    row = Row("9", "chat:persona", "persona")
+    instructions._keep(row, [2_500_000_000, 1_300_000_000], 200)
+    assert row.metrics["minstr"] == {"median": 6.0, "n": 1}
+    failed = Row("9", "chat:persona", "persona")
+    instructions._keep(failed, [2_500_000_000, "exit 1: boom"], 200)
+    assert failed.skipped and failed.note == "failed: exit 1: boom"
