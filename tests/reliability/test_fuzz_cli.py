@@ -23,10 +23,18 @@ import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-
 EXAMPLES = 60
 """20-40 s: each example is one CLI process (0.2-1 s; 4 s when a server starts)."""
+PROCESS_SECONDS = 6
+"""What one example may take with both cores busy (a process start is several times slower
+then): the test's time limit is this times the examples, not the suite's 120 s, which 68
+process starts outgrow on a busy machine."""
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.timeout((EXAMPLES + 8) * PROCESS_SECONDS),  # the 8 explicit examples too
+]
 
 REPO = Path(__file__).resolve().parents[2]
 SERVING_SECONDS = 4.0
