@@ -18,6 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from benchmarks import profiling, startup
+from benchmarks.instructions import instructions
 from benchmarks.mockbench import mock_rps
 from benchmarks.report import render
 from benchmarks.runner import PEER_VENV, PINNING, ROOT, compile_sources, log, run_dir
@@ -136,6 +137,7 @@ SCENARIOS = {
     "mock": "6",
     "profile": "7",
     "service": "8",
+    "instructions": "9",
 }
 """Names ``--only`` accepts beside the numbers (``--only service`` re-runs the bot service)."""
 
@@ -158,7 +160,7 @@ def parse(argv: list[str] | None) -> tuple[Config, set[str]]:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke test)")
     parser.add_argument(
         "--only",
-        default="1,2,3,4,5,6,7,8",
+        default="1,2,3,4,5,6,7,8,9",
         help="scenarios to run, by number or name, e.g. 1,5 or service",
     )
     parser.add_argument("--peers", default=None, help="peers to include, or 'none'")
@@ -197,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         "5": startup.startup,
         "6": mock_rps,
         "8": service,
+        "9": instructions,
     }
     for key, step in steps.items():
         if key in only:

@@ -49,9 +49,17 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a is not None and b else "-"
 
 
+def _both(mine: float, raw: float, typed: float | None) -> str:
+    """The ratio to raw httpx, and to the typed floor when it was measured (with its own)."""
+    if not typed:
+        return _ratio(mine, raw)
+    return f"{_ratio(mine, raw)}; {_ratio(mine, typed)} the typed floor ({_ratio(typed, raw)} raw)"
+
+
 _OWN = frozenset(
     {
         "raw_httpx",
+        "typed_httpx",
         "persona",
         "persona_inline",
         "persona_conversation",
@@ -59,7 +67,10 @@ _OWN = frozenset(
         "glmclient",
     }
 )
-_STORES = (("persona_conversation", "SQLite"), ("persona_conversation_pg", "PostgreSQL"))
+_STORES = (
+    ("persona_conversation", "SQLite", 1.25),
+    ("persona_conversation_pg", "PostgreSQL", 1.6),
+)
 
 
 def verdicts(rows: list[Row]) -> list[Verdict]:
@@ -75,6 +86,7 @@ def verdicts(rows: list[Row]) -> list[Verdict]:
         *_streaming_verdicts(scenario("4")),
         *_startup_verdicts(scenario("5")),
         *_service_verdicts(scenario("8")),
+        *_instruction_verdicts(scenario("9")),
     ]
 
 
@@ -86,7 +98,11 @@ def _sequential_verdicts(seq: list[Row]) -> list[Verdict]:
     if mine is None or not floor:
         return []
     out = [
-        Verdict(f"1. {subject} CPU <= 1.15x raw httpx", _ratio(mine, floor), mine <= 1.15 * floor),
+        Verdict(
+            f"1. {subject} CPU <= 1.15x raw httpx",
+            _both(mine, floor, _median(seq, "typed_httpx", "cpu_ms")),
+            mine <= 1.15 * floor,
+        ),
         *_store_verdicts(seq, floor),
     ]
     peers = [
@@ -135,11 +151,11 @@ def _streaming_verdicts(stream: list[Row]) -> list[Verdict]:
 def _store_verdicts(seq: list[Row], floor: float) -> list[Verdict]:
     """The turn with a conversation_id, per store; a store row not measured says why."""
     out = []
-    for key, store in _STORES:
-        target = f"1. persona with a conversation_id ({store}) CPU <= 1.35x raw httpx"
+    for key, store, limit in _STORES:
+        target = f"1. persona with a conversation_id ({store}) CPU <= {limit}x raw httpx"
         stored = _median(seq, key, "cpu_ms")
         if stored is not None:
-            out.append(Verdict(target, _ratio(stored, floor), stored <= 1.35 * floor))
+            out.append(Verdict(target, _ratio(stored, floor), stored <= limit * floor))
             continue
         row = next((r for r in seq if r.key == key), None)
         if row is not None and row.note:
@@ -169,7 +185,7 @@ def _concurrency_verdicts(conc: list[Row]) -> list[Verdict]:
         out.append(
             Verdict(
                 f"2. {key}: peak RSS <= 1.25x raw httpx",
-                _ratio(rss, ref_rss),
+                _both(rss, ref_rss, _median(conc, "typed_httpx", "rss_mb")),
                 rss <= 1.25 * ref_rss,
             )
         )
@@ -196,18 +212,9 @@ def _startup_verdicts(start: list[Row]) -> list[Verdict]:
     cli = _median(start, "cli_help", "ms")
     if cli is not None:
         out.append(Verdict("5. generic-framework --help <= 300 ms", f"{cli:.0f} ms", cli <= 300))
-    raw = _median(start, "first:raw_httpx", "ms")
+    out += _first_answer(start, "ms", "5. {key}: spawn to first answer <= 1.15x the typed floor")
     raw_first = _median(start, "firstconv:raw_httpx", "ms")
     for key in ("glmclient", "persona"):
-        mine = _median(start, f"first:{key}", "ms")
-        if mine is not None and raw:
-            out.append(
-                Verdict(
-                    f"5. {key}: spawn to first answer <= 1.3x raw",
-                    _ratio(mine, raw),
-                    mine <= 1.3 * raw,
-                )
-            )
         first = _median(start, f"firstconv:{key}", "ms")
         if first is not None and raw_first is not None:
             out.append(
@@ -217,6 +224,22 @@ def _startup_verdicts(start: list[Row]) -> list[Verdict]:
                     first <= raw_first + 20,
                 )
             )
+    return out
+
+
+def _first_answer(rows: list[Row], metric: str, target: str) -> list[Verdict]:
+    """Spawn to first answer of the shipped clients against the typed floor, raw httpx beside."""
+    out = []
+    raw = _median(rows, "first:raw_httpx", metric)
+    typed = _median(rows, "first:typed_httpx", metric)
+    for key in ("glmclient", "persona"):
+        mine = _median(rows, f"first:{key}", metric)
+        if mine is not None and raw and typed:
+            measured = (
+                f"{_ratio(mine, typed)} ({mine:.0f} vs {typed:.0f}); "
+                f"{_ratio(mine, raw)} raw httpx ({raw:.0f})"
+            )
+            out.append(Verdict(target.format(key=key), measured, mine <= 1.15 * typed))
     return out
 
 
@@ -235,6 +258,29 @@ def _service_verdicts(rows: list[Row]) -> list[Verdict]:
                         mine <= 1.5 * floor,
                     )
                 )
+    return out
+
+
+def _instruction_verdicts(rows: list[Row]) -> list[Verdict]:
+    """The rows stated in instructions (callgrind), which the machine's load does not move."""
+    out = []
+    raw = _median(rows, "chat:raw_httpx", "minstr")
+    typed = _median(rows, "chat:typed_httpx", "minstr")
+    for key, what, limit in (
+        ("persona", "persona", 1.15),
+        ("persona_conversation", "persona with a conversation_id (SQLite)", 1.25),
+    ):
+        mine = _median(rows, f"chat:{key}", "minstr")
+        if mine is not None and raw:
+            out.append(
+                Verdict(
+                    f"9. {what}: instructions per chat <= {limit}x raw httpx",
+                    _both(mine, raw, typed),
+                    mine <= limit * raw,
+                )
+            )
+    target = "9. {key}: instructions to the first answer <= 1.15x the typed floor"
+    out += _first_answer(rows, "minstr", target)
     return out
 
 
@@ -284,6 +330,10 @@ SECTIONS: dict[str, tuple[str, list[tuple[str, str, int]]]] = {
             ("added_p99_ms", "p99 over the floor ms", 1),
             ("rss_mb", "peak RSS MB", 1),
         ],
+    ),
+    "9": (
+        "9. Instructions (callgrind; per chat, and spawn to first answer)",
+        [("minstr", "million instructions", 2)],
     ),
 }
 

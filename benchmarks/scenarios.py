@@ -1,7 +1,8 @@
 """Scenarios 1-4. Each returns :class:`Row` values; :mod:`benchmarks.report` renders them.
 
 Scenario 5 is in :mod:`benchmarks.startup`, 6 in :mod:`benchmarks.mockbench`, 7 in
-:mod:`benchmarks.profiling` and 8, the bot service, in :mod:`benchmarks.service_bench`.
+:mod:`benchmarks.profiling`, 8, the bot service, in :mod:`benchmarks.service_bench` and 9,
+instructions, in :mod:`benchmarks.instructions`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ class Config:
     stream_chunks: int = 201
     parallel_n: int = 5
     startup_reps: int = 5
+    instr_n: int = 250
+    instr_base: int = 50
     service_clients: int = 200
     service_latency: float = 0.1
     service_seconds: float = 5.0
@@ -63,6 +66,8 @@ class Config:
             stream_chunks=5,
             parallel_n=1,
             startup_reps=1,
+            instr_n=4,
+            instr_base=2,
             service_clients=10,
             service_latency=0.01,
             service_seconds=0.5,
@@ -173,6 +178,7 @@ def raw(key: str) -> Callable[[dict[str, Any]], float | None]:
 
 SEQUENTIAL: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("raw_httpx", "raw_httpx", "raw httpx, one pooled AsyncClient (the floor)", {}),
+    ("typed_httpx", "typed_httpx", "raw httpx + pydantic models (the typed floor)", {}),
     ("persona", "persona", "Persona, sync tool (runs in a worker thread)", {}),
     (
         "persona_conversation",
@@ -234,6 +240,12 @@ def postgres_url(stack: contextlib.ExitStack) -> tuple[str | None, str]:
 CONCURRENCY: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("raw_httpx", "raw_httpx", "raw httpx, default pool (100, 20 kept alive)", {}),
     ("raw_httpx_1000", "raw_httpx", "raw httpx, pool 1000", {"max_connections": 1000}),
+    (
+        "typed_httpx",
+        "typed_httpx",
+        "raw httpx + pydantic models, default pool (the typed floor)",
+        {},
+    ),
     ("glmclient", "glmclient", "GLMClient, settings as shipped", {}),
     ("persona", "persona", "Persona, settings as shipped", {}),
     (

@@ -29,6 +29,7 @@ PUBLIC_IMPORT = "from generic_framework import Persona, Settings, tool"
 
 IMPORTS: tuple[tuple[str, str], ...] = (
     ("httpx", "httpx"),
+    ("benchmarks.clients.typed_httpx", "the typed floor (httpx, pydantic, five models)"),
     ("generic_framework", "generic_framework"),
     ("generic_framework.wire.client", "GLMClient (generic_framework.wire.client)"),
     ("generic_framework.core.persona", "Persona (generic_framework.core.persona)"),
@@ -130,7 +131,13 @@ def first_answer_rows(cfg: Config) -> list[Row]:
     two-round conversation, after the imports (first connection, lazy imports, first use of
     every validator).
     """
-    wanted = ("raw_httpx", "glmclient", "persona", *(p for p in cfg.peers if p == "zai"))
+    wanted = (
+        "raw_httpx",
+        "typed_httpx",
+        "glmclient",
+        "persona",
+        *(p for p in cfg.peers if p == "zai"),
+    )
     seen = {c: _FirstAnswers() for c in wanted if python_for(c)}
     with Server().running() as url:
         for rep in range(cfg.startup_reps):  # interleaved, like the other scenarios

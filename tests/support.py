@@ -10,7 +10,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@contextmanager
+def listening_sockets(count: int) -> Iterator[list[socket.socket]]:
+    """``count`` TCP sockets already listening on 127.0.0.1, each on a port of its own, for a
+    child process to inherit (HAProxy's ``bind fd@N``, with ``pass_fds``); closed on exit.
+
+    A port picked with :func:`free_port` is free only until the child binds it: on a shared
+    machine another process can take it in between, and another HAProxy (SO_REUSEPORT) can even
+    share it silently, so that some connections reach a stranger's listener. A socket bound and
+    listening before the child starts cannot be taken, and connections made before the child is
+    up wait in its backlog.
+    """
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(128)
+            sock.set_inheritable(True)
+        yield sockets
+
+
 def has_ipv6_loopback() -> bool:
     """Whether this machine can bind ``::1`` (containers often cannot)."""
     try:
@@ -116,6 +137,15 @@ def has_ipv6_loopback() -> bool:
 needs_ipv6_loopback = pytest.mark.skipif(
     not has_ipv6_loopback(), reason="no IPv6 loopback on this machine"
 )
+
+
+def until(check: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
+    """Poll ``check`` until it holds; fail saying ``what`` was awaited after ``seconds`` (a
+    busy machine may take long; a quiet one does not wait)."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.02)
 
 
 async def wait_for(check: Callable[[], bool], what: str = "", seconds: float = 10.0) -> None:

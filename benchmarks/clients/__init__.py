@@ -55,6 +55,12 @@ CLIENTS: dict[str, ClientSpec] = {
             "raw httpx, pool 1000",
             {"max_connections": 1000},
         ),
+        ClientSpec(
+            "typed_httpx",
+            "benchmarks.clients.typed_httpx",
+            "pydantic",
+            "raw httpx + pydantic models (the typed floor)",
+        ),
         ClientSpec("persona", "benchmarks.clients.persona", "generic_framework", "Persona"),
         ClientSpec(
             "glmclient", "benchmarks.clients.glmclient", "generic_framework", "GLMClient hand loop"

@@ -105,6 +105,8 @@ class ToolCall(_Wire):
 class ToolCallDelta(_Wire):
     """A fragment of a tool call in a stream; fragments are assembled by ``index``."""
 
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
+
     index: int = 0
     id: str | None = None
     type: str | None = None
@@ -343,6 +345,8 @@ class ChatCompletion(_Wire):
 class Delta(_Wire):
     """The incremental part of a stream chunk."""
 
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
+
     role: str | None = None
     content: str | None = None
     reasoning_content: str | None = None
@@ -352,6 +356,8 @@ class Delta(_Wire):
 class ChunkChoice(_Wire):
     """One choice of a stream chunk; ``finish_reason`` only on the last one."""
 
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
+
     index: int = 0
     delta: Delta = Field(default_factory=Delta)
     finish_reason: str | None = None
@@ -359,6 +365,8 @@ class ChunkChoice(_Wire):
 
 class ChatCompletionChunk(_Wire):
     """One ``data:`` frame of a streamed completion."""
+
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
 
     id: str = ""
     created: int | None = None
@@ -372,6 +380,8 @@ class ChatCompletionChunk(_Wire):
 class WebSearchResponse(_Wire):
     """The Web Search API's answer (``POST {base}/web_search``)."""
 
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
+
     id: str = ""
     created: int | None = None
     request_id: str | None = None
@@ -381,6 +391,8 @@ class WebSearchResponse(_Wire):
 
 class ReaderResult(_Wire):
     """The page the Web Reader read: its text (markdown by default), title and address."""
+
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
 
     content: str = ""
     title: str = ""
@@ -396,6 +408,8 @@ class ReaderResult(_Wire):
 class ReaderResponse(_Wire):
     """The Web Reader API's answer (``POST {base}/reader``; docs/protocol.md §6c)."""
 
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
+
     id: str = ""
     created: int | None = None
     request_id: str | None = None
@@ -408,11 +422,15 @@ class ReaderResponse(_Wire):
 class ContentDelta(BaseModel):
     """A piece of answer text from a stream."""
 
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
+
     text: str
 
 
 class ReasoningDelta(BaseModel):
     """A piece of ``reasoning_content`` from a stream."""
+
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
 
     text: str
 
@@ -420,6 +438,8 @@ class ReasoningDelta(BaseModel):
 class StreamCompleted(BaseModel):
     """The end of a stream: the whole completion, assembled (tool calls by index, usage,
     ``web_search[]`` from the final chunk)."""
+
+    model_config = ConfigDict(defer_build=True)  # not on a non-streamed answer's path
 
     completion: ChatCompletion
 

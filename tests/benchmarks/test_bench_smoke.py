@@ -13,16 +13,17 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
-from benchmarks import job, postgres, run_client, service_bench, startup
+from benchmarks import instructions, job, postgres, run_client, service_bench, startup
 from benchmarks.__main__ import scenarios
-from benchmarks.clients import CLIENTS
+from benchmarks.clients import CLIENTS, typed_httpx
 from benchmarks.report import Verdict, render, verdicts
 from benchmarks.runner import ClientRun, Server
 from benchmarks.scenarios import Config, Row
 from benchmarks.server import chunk_frame, completion_body
 
-OWN_CLIENTS = ("raw_httpx", "glmclient", "persona")
+OWN_CLIENTS = ("raw_httpx", "typed_httpx", "glmclient", "persona")
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +80,20 @@ def test_stream_frames_follow_the_glm_layout() -> None:
     assert last["usage"]["total_tokens"] > 0
     whole = json.loads(completion_body({"role": "assistant", "content": "x"}, "stop", "r2"))
     assert whole["id"] == whole["request_id"] == "r2"
+
+
+def test_the_typed_floor_validates_each_response_into_its_models() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call], "reasoning": "kept"}
+    parsed = typed_httpx.Completion.model_validate_json(completion_body(message, "tool_calls", "r"))
+    assert isinstance(parsed.usage, typed_httpx.Usage) and parsed.usage.total_tokens > 0
+    calls = parsed.choices[0].message.tool_calls
+    assert calls is not None and isinstance(calls[0], typed_httpx.ToolCall)
+    dumped = parsed.choices[0].message.model_dump(exclude_none=True)
+    assert dumped == {"role": "assistant", "tool_calls": [call], "reasoning": "kept"}
+    broken = completion_body({"role": "assistant", "tool_calls": [{"id": "c1"}]}, "stop", "r")
+    with pytest.raises(ValidationError):
+        typed_httpx.Completion.model_validate_json(broken)
 
 
 @pytest.mark.parametrize("name", OWN_CLIENTS)
@@ -208,30 +223,47 @@ def _row(scenario: str, key: str, **medians: float) -> Row:
 def test_verdicts_compare_medians_with_the_targets() -> None:
     rows = [
         _row("1", "raw_httpx", cpu_ms=2.0),
+        _row("1", "typed_httpx", cpu_ms=2.1),
         _row("1", "persona", cpu_ms=2.2),
-        _row("1", "persona_conversation", cpu_ms=2.8),
+        _row("1", "persona_conversation", cpu_ms=2.6),
         Row("1", "persona_conversation_pg", "pg", {}, "not measured: no server binaries"),
         _row("1", "openai", cpu_ms=5.0),
         _row("2", "raw_httpx", wall_s=4.0, rss_mb=50.0),
         _row("2", "raw_httpx_1000", wall_s=3.5, rss_mb=50.0),
+        _row("2", "typed_httpx", wall_s=4.0, rss_mb=60.0),
         _row("2", "glmclient", wall_s=3.0, rss_mb=70.0),
         _row("5", "import:generic_framework", ms=20.0),
         _row("5", f"import:{startup.PUBLIC_IMPORT}", ms=140.0),
         _row("5", "import:zai", ms=130.0),
+        _row("5", "first:raw_httpx", ms=200.0),
+        _row("5", "first:typed_httpx", ms=250.0),
+        _row("5", "first:persona", ms=280.0),
+        _row("5", "first:glmclient", ms=300.0),
         _row("5", "firstconv:raw_httpx", ms=30.0),
         _row("5", "firstconv:persona", ms=45.0),
         _row("8", "floor_json", cpu_ms=2.0),
         _row("8", "service_json", cpu_ms=2.9),
     ]
     found = {v.target: v for v in verdicts(rows)}
-    assert found["1. persona CPU <= 1.15x raw httpx"].met is True
-    assert found["1. persona with a conversation_id (SQLite) CPU <= 1.35x raw httpx"].met is False
-    on_postgres = found["1. persona with a conversation_id (PostgreSQL) CPU <= 1.35x raw httpx"]
+    plain = found["1. persona CPU <= 1.15x raw httpx"]
+    assert plain.met is True
+    assert plain.measured == "1.10x; 1.05x the typed floor (1.05x raw)"
+    assert found["1. persona with a conversation_id (SQLite) CPU <= 1.25x raw httpx"].met is False
+    on_postgres = found["1. persona with a conversation_id (PostgreSQL) CPU <= 1.6x raw httpx"]
     assert on_postgres.met is None
     assert on_postgres.measured == "not measured: no server binaries"
     assert found["1. persona CPU below every peer"].met is True
     assert found["2. glmclient: wall <= 0.8x raw httpx's best pool"].met is False  # 3.0 / 3.5
-    assert found["2. glmclient: peak RSS <= 1.25x raw httpx"].met is False
+    rss = found["2. glmclient: peak RSS <= 1.25x raw httpx"]
+    assert rss.met is False
+    assert rss.measured == "1.40x; 1.17x the typed floor (1.20x raw)"
+    # Start-up against the typed floor, both floors measured in the same run: 1.12x and 1.20x.
+    assert found["5. persona: spawn to first answer <= 1.15x the typed floor"].met is True
+    assert found["5. glmclient: spawn to first answer <= 1.15x the typed floor"].met is False
+    assert (
+        "1.40x raw httpx"
+        in found["5. persona: spawn to first answer <= 1.15x the typed floor"].measured
+    )
     assert found["5. import generic_framework <= 150 ms"].met is True
     assert found[f"5. `{startup.PUBLIC_IMPORT}` <= 150 ms"].met is True
     assert found["5. the public API imports faster than zai-sdk"].met is False
@@ -240,3 +272,42 @@ def test_verdicts_compare_medians_with_the_targets() -> None:
     text = render(rows, "# run\n", "")
     assert "**not met**" in text
     assert isinstance(next(iter(found.values())), Verdict)
+
+
+def test_the_instruction_rows_are_checked_against_both_floors() -> None:
+    rows = [
+        _row("9", "chat:raw_httpx", minstr=5.7),
+        _row("9", "chat:typed_httpx", minstr=5.8),
+        _row("9", "chat:persona", minstr=5.8),
+        _row("9", "chat:persona_conversation", minstr=7.3),
+        _row("9", "first:raw_httpx", minstr=1300.0),
+        _row("9", "first:typed_httpx", minstr=1700.0),
+        _row("9", "first:persona", minstr=1900.0),
+    ]
+    found = {v.target: v for v in verdicts(rows)}
+    assert found["9. persona: instructions per chat <= 1.15x raw httpx"].met is True
+    stored = found[
+        "9. persona with a conversation_id (SQLite): instructions per chat <= 1.25x raw httpx"
+    ]
+    assert stored.met is False  # 7.3 / 5.7 = 1.28x
+    assert stored.measured.startswith("1.28x; 1.26x the typed floor")
+    first = found["9. persona: instructions to the first answer <= 1.15x the typed floor"]
+    assert first.met is True
+    assert first.measured == "1.12x (1900 vs 1700); 1.46x raw httpx (1300)"
+    assert "9. glmclient: instructions to the first answer <= 1.15x the typed floor" not in found
+
+
+def test_without_valgrind_the_instruction_rows_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: None)
+    rows = instructions.instructions(Config.quick_config("unused"))
+    assert {r.key for r in rows} >= {"chat:persona_conversation", "first:typed_httpx"}
+    assert all(r.skipped and r.note == "not measured: valgrind is not installed" for r in rows)
+
+
+def test_instructions_per_chat_are_the_difference_of_two_processes() -> None:
+    row = Row("9", "chat:persona", "persona")
+    instructions._keep(row, [2_500_000_000, 1_300_000_000], 200)
+    assert row.metrics["minstr"] == {"median": 6.0, "n": 1}
+    failed = Row("9", "chat:persona", "persona")
+    instructions._keep(failed, [2_500_000_000, "exit 1: boom"], 200)
+    assert failed.skipped and failed.note == "failed: exit 1: boom"

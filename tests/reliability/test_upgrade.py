@@ -16,6 +16,7 @@ import asyncio
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ import httpx
 import pytest
 from scale_load import bot_env
 from service_processes import TOKEN, Process, mock_process
-from support import free_port
+from support import free_port, listening_sockets
 from upgrade_load import UpgradeConfig, render, run_upgrade_load
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -35,11 +36,12 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
 
-def haproxy_config(port: int, replicas: list[int]) -> str:
-    """deploy/haproxy.cfg made local: its port, its error pages' folder, fixed servers."""
+def haproxy_config(listener: socket.socket, replicas: list[int]) -> str:
+    """deploy/haproxy.cfg made local: its listening socket (inherited), its error pages'
+    folder, fixed servers."""
     cfg = (DEPLOY / "haproxy.cfg").read_text()
     cfg = cfg.replace("/usr/local/etc/haproxy/errors", str(DEPLOY / "haproxy-errors"))
-    cfg = cfg.replace("bind :8080", f"bind 127.0.0.1:{port}")
+    cfg = cfg.replace("bind :8080", f"bind fd@{listener.fileno()}")
     cfg = cfg.replace("nameserver dns 127.0.0.11:53", "nameserver dns 127.0.0.1:9")
     cfg = cfg.replace("    log stdout format raw local0 info\n", "")
     template = re.search(r"\n\s*server-template bot \d+ bot:8080\n", cfg)
@@ -105,16 +107,24 @@ def replicas(tmp_path: Path, postgres_server: Any) -> Iterator[list[Replica]]:
                 replica.process.stop()
 
 
+@pytest.fixture
+def proxy_listener() -> Iterator[socket.socket]:
+    """The proxy's listening socket, bound before HAProxy starts (it inherits it)."""
+    with listening_sockets(1) as (listener,):
+        yield listener
+
+
 def test_replicas_replaced_one_at_a_time_behind_haproxy_fail_no_request(
-    tmp_path: Path, replicas: list[Replica], haproxy_binary: str
+    tmp_path: Path, replicas: list[Replica], haproxy_binary: str, proxy_listener: socket.socket
 ) -> None:
-    port = free_port()
+    port = proxy_listener.getsockname()[1]
+    fds = [proxy_listener.fileno()]
     cfg = tmp_path / "haproxy.cfg"
-    cfg.write_text(haproxy_config(port, [r.port for r in replicas]))
+    cfg.write_text(haproxy_config(proxy_listener, [r.port for r in replicas]))
     checked = subprocess.run([haproxy_binary, "-c", "-f", str(cfg)], capture_output=True,
-                             text=True, check=False)  # fmt: skip
+                             text=True, check=False, pass_fds=fds)  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    proxy = subprocess.Popen([haproxy_binary, "-db", "-f", str(cfg)],
+    proxy = subprocess.Popen([haproxy_binary, "-db", "-f", str(cfg)], pass_fds=fds,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     inter, rise = check_timing()
     try:

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 
+import httpx
 import uvicorn
 from support import start_cli, wait_logged_port
 
@@ -98,6 +99,12 @@ def mock_process(tmp: Path, *, latency_ms: int = 0, fixtures: Sequence[Path] = (
     for path in fixtures:
         args += ["--fixtures", str(path)]
     return Process(args, tmp / "mock.log", base_env(tmp), tmp)
+
+
+def mock_requests(mock: Process) -> int:
+    """How many chat requests the mock has received (a turn's call waits there for its answer
+    while the mock's latency runs)."""
+    return int(httpx.get(f"{mock.url}/mock/report", timeout=5).json()["requests"])
 
 
 def bot_process(tmp: Path, mock: Process, **extra: str) -> Process:

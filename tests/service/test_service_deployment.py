@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support import free_port
+from support import listening_sockets
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (a dev dependency) reads docker-compose.yml")
 
@@ -346,27 +347,41 @@ def test_haproxy_itself_sends_the_json_503_when_no_replica_is_up(tmp_path: Path)
     haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
     if not Path(haproxy).exists():
         pytest.fail("haproxy is not installed: .ci/run installs Debian's haproxy package")
-    port = free_port()
+    with listening_sockets(1) as (listener,):
+        response = _ask_a_proxy_without_replicas(haproxy, tmp_path, listener)
+    assert response is not None and response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert response.json()["error"]["code"] == "no_replica_available"
+
+
+def _ask_a_proxy_without_replicas(
+    haproxy: str, tmp_path: Path, listener: socket.socket
+) -> httpx.Response | None:
+    """The shipped configuration, local, on ``listener``; its answer to /v1/models (or None)."""
     cfg = (ROOT / "deploy" / "haproxy.cfg").read_text()
     cfg = cfg.replace("/usr/local/etc/haproxy/errors", str(PROXY_ERRORS))
-    cfg = cfg.replace("bind :8080", f"bind 127.0.0.1:{port}")
+    cfg = cfg.replace("bind :8080", f"bind fd@{listener.fileno()}")
     cfg = cfg.replace("nameserver dns 127.0.0.11:53", "nameserver dns 127.0.0.1:9")
     cfg = cfg.replace("    log stdout format raw local0 info\n", "")
     (tmp_path / "haproxy.cfg").write_text(cfg)
+    fds = [listener.fileno()]
     checked = subprocess.run(
         [haproxy, "-c", "-f", str(tmp_path / "haproxy.cfg")],
         check=False,
         capture_output=True,
         text=True,
+        pass_fds=fds,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     proxy = subprocess.Popen(
         [haproxy, "-db", "-f", str(tmp_path / "haproxy.cfg")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        pass_fds=fds,
     )
+    port = listener.getsockname()[1]
+    response = None
     try:
-        response = None
         deadline = time.monotonic() + 10
         while response is None and time.monotonic() < deadline:
             try:
@@ -376,9 +391,7 @@ def test_haproxy_itself_sends_the_json_503_when_no_replica_is_up(tmp_path: Path)
     finally:
         proxy.terminate()
         proxy.wait(timeout=10)
-    assert response is not None and response.status_code == 503
-    assert response.headers["retry-after"] == "5"
-    assert response.json()["error"]["code"] == "no_replica_available"
+    return response
 
 
 def test_every_service_rotates_its_log_and_has_a_memory_ceiling(compose: dict[str, Any]) -> None:

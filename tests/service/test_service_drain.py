@@ -14,9 +14,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from service_processes import TOKEN, Process, bot_process, mock_process
+from service_processes import TOKEN, Process, bot_process, mock_process, mock_requests
+from support import until
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+DRAIN = 4
+"""Seconds of drain: time enough, on a busy machine, for a request sent after the signal to be
+accepted and reach the mock before the listening socket closes (checked, not assumed)."""
 CAPITAL = "What is the capital of Canada?"
 
 
@@ -63,6 +67,10 @@ def _wait_refused(bot: Process, seconds: float) -> float:
     return time.monotonic() - start
 
 
+def _draining(bot: Process) -> bool:
+    return httpx.get(f"{bot.url}/readyz", timeout=5).json()["status"] == "draining"
+
+
 def _exit_code(bot: Process, seconds: float) -> int | None:
     assert bot.proc is not None
     return bot.proc.wait(seconds)
@@ -70,15 +78,18 @@ def _exit_code(bot: Process, seconds: float) -> int | None:
 
 @pytest.mark.slow
 def test_sigterm_drains_first_then_finishes_the_running_turns(tmp_path: Path) -> None:
-    with mock_process(tmp_path, latency_ms=1500) as mock:
-        bot = bot_process(tmp_path, mock, BOT_DRAIN_DELAY="2", BOT_SHUTDOWN_TIMEOUT="10").start()
+    # Each turn waits for its answer longer than the drain: both run past the drain's end.
+    with mock_process(tmp_path, latency_ms=(DRAIN + 4) * 1000) as mock:
+        bot = bot_process(
+            tmp_path, mock, BOT_DRAIN_DELAY=str(DRAIN), BOT_SHUTDOWN_TIMEOUT="30"
+        ).start()
         try:
             results: dict[str, object] = {}
             before = _in_thread(results, "before", bot)  # running when the signal comes
-            time.sleep(0.3)
+            until(lambda: mock_requests(mock) == 1, "the first turn waits for its answer")
             signalled = time.monotonic()
             _signal(bot)
-            time.sleep(0.2)
+            until(lambda: _draining(bot), "the service handled the signal")
             # Draining: not ready (a proxy takes the replica out), alive, still serving.
             ready = httpx.get(f"{bot.url}/readyz", timeout=5)
             assert ready.status_code == 503 and ready.json()["status"] == "draining"
@@ -87,12 +98,17 @@ def test_sigterm_drains_first_then_finishes_the_running_turns(tmp_path: Path) ->
             # A request that still arrives (the proxy has not noticed yet) is served: it is
             # accepted during the drain and runs past its end.
             during = _in_thread(results, "during", bot)
-            _wait_refused(bot, 10)
+            # Accepted, and its turn running, before the drain ends (the listening socket's
+            # backlog is not a promise: what is not accepted when it closes is reset).
+            until(lambda: mock_requests(mock) == 2, "the second turn waits for its answer")
+            assert time.monotonic() - signalled < DRAIN, "the machine was too slow to test this"
+            _wait_refused(bot, DRAIN + 10)
             refused_after = time.monotonic() - signalled
-            assert refused_after >= 2 - 0.1, refused_after  # not before the drain's end
-            before.join(30)
-            during.join(30)
-            assert _exit_code(bot, 15) is not None
+            assert refused_after >= DRAIN - 0.1, refused_after  # not before the drain's end
+            assert before.is_alive() and during.is_alive()  # still running when it ended
+            before.join(60)
+            during.join(60)
+            assert _exit_code(bot, 30) is not None
         finally:
             bot.stop()
         for name in ("before", "during"):
@@ -100,7 +116,7 @@ def test_sigterm_drains_first_then_finishes_the_running_turns(tmp_path: Path) ->
             assert isinstance(response, httpx.Response), (name, response)
             assert response.status_code == 200 and "Ottawa" in response.json()["content"]
         log = bot.log.read_text()
-        assert "draining: /readyz answers 503; serving 2 s more" in log
+        assert f"draining: /readyz answers 503; serving {DRAIN} s more" in log
         # Both turns are stored whole: a new process on the same data reads them.
         bot = bot_process(tmp_path, mock).start()
         try:
@@ -120,8 +136,7 @@ def test_a_second_signal_ends_the_drain_at_once(tmp_path: Path) -> None:
         bot = bot_process(tmp_path, mock, BOT_DRAIN_DELAY="60").start()
         try:
             _signal(bot)
-            time.sleep(0.3)
-            assert httpx.get(f"{bot.url}/readyz", timeout=5).json()["status"] == "draining"
+            until(lambda: _draining(bot), "the service handled the signal")
             assert not _refused(bot)
             started = time.monotonic()
             _signal(bot, signal.SIGINT)
@@ -152,7 +167,7 @@ def test_the_shutdown_timeout_bounds_how_long_running_turns_may_take(tmp_path: P
         try:
             results: dict[str, object] = {}
             turn = _in_thread(results, "cut", bot)
-            time.sleep(0.5)
+            until(lambda: mock_requests(mock) == 1, "the turn waits for its answer")
             started = time.monotonic()
             _signal(bot)
             assert _exit_code(bot, 10) is not None

@@ -6,16 +6,17 @@ from __future__ import annotations
 import ipaddress
 import json
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from service_processes import Process, bot_process, mock_process
+from support import listening_sockets
 
 from generic_framework.config import Settings
 from generic_framework.errors import ConfigError
@@ -92,19 +93,23 @@ def proxy_cfg(tmp_path: Path) -> Iterator[Any]:
     if not Path(haproxy).exists():
         pytest.fail("haproxy is not installed: .ci/run installs Debian's haproxy package")
     running: list[subprocess.Popen[bytes]] = []
+    held = ExitStack()
 
     def start(bot: Process) -> str:
-        port = _free_port()
+        (listener,) = held.enter_context(listening_sockets(1))
+        port = listener.getsockname()[1]
         cfg = (ROOT / "deploy" / "haproxy.cfg").read_text()
         cfg = cfg.replace("/usr/local/etc/haproxy/errors", str(ROOT / "deploy" / "haproxy-errors"))
-        cfg = cfg.replace("bind :8080", f"bind 127.0.0.1:{port}")
+        cfg = cfg.replace("bind :8080", f"bind fd@{listener.fileno()}")
         cfg = cfg.replace("nameserver dns 127.0.0.11:53", "nameserver dns 127.0.0.1:9")
         cfg = cfg.replace("    log stdout format raw local0 info\n", "")
         cfg = cfg.replace(" resolvers docker resolve-prefer ipv4 init-addr none", "")
         cfg = cfg.replace("server-template bot 10 bot:8080", f"server bot1 127.0.0.1:{bot.port}")
         assert f"server bot1 127.0.0.1:{bot.port}" in cfg
         (tmp_path / "haproxy.cfg").write_text(cfg)
-        proc = subprocess.Popen([haproxy, "-db", "-f", str(tmp_path / "haproxy.cfg")])
+        proc = subprocess.Popen(
+            [haproxy, "-db", "-f", str(tmp_path / "haproxy.cfg")], pass_fds=[listener.fileno()]
+        )
         running.append(proc)
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 15
@@ -117,16 +122,11 @@ def proxy_cfg(tmp_path: Path) -> Iterator[Any]:
             time.sleep(0.2)
         raise AssertionError("haproxy did not start forwarding")
 
-    yield start
-    for proc in running:
-        proc.terminate()
-        proc.wait(10)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    with held:
+        yield start
+        for proc in running:
+            proc.terminate()
+            proc.wait(10)
 
 
 @pytest.mark.e2e

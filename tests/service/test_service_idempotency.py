@@ -12,7 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from service_processes import TOKEN, Process, bot_process, mock_process
+from service_processes import TOKEN, Process, bot_process, mock_process, mock_requests
+from support import until
 
 from generic_framework.service.idempotency import answer_of, check_key, fingerprint, kept
 
@@ -92,7 +93,7 @@ def test_the_openai_client_retries_a_409_and_gets_the_first_answer(tmp_path: Pat
     # still running ends with the first one's completion, and the turn ran once.
     import openai
 
-    with mock_process(tmp_path, latency_ms=1500) as mock, bot_process(tmp_path, mock) as bot:
+    with mock_process(tmp_path, latency_ms=2000) as mock, bot_process(tmp_path, mock) as bot:
         client = openai.OpenAI(api_key=TOKEN, base_url=f"{bot.url}/v1", max_retries=3)
         ask: dict[str, Any] = {
             "model": "scout",
@@ -104,7 +105,7 @@ def test_the_openai_client_retries_a_409_and_gets_the_first_answer(tmp_path: Pat
             target=lambda: ids.update(first=client.chat.completions.create(**ask).id)
         )
         first.start()
-        time.sleep(0.5)  # the first is waiting for the mock's answer
+        until(lambda: mock_requests(mock) == 1, "the first is waiting for the mock's answer")
         with httpx.Client() as raw:
             busy = raw.post(
                 f"{bot.url}/v1/chat/completions",

@@ -18,7 +18,7 @@ import httpx
 import pytest
 import yaml
 from service_processes import TOKEN, Process, bot_process, mock_process
-from support import free_port
+from support import listening_sockets
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -50,21 +50,25 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
     return certs, cert
 
 
-def local_configs(tmp: Path, bot: Process, certs: Path) -> tuple[Path, Path, int, int]:
+def local_configs(
+    tmp: Path, bot: Process, certs: Path, listeners: list[socket.socket]
+) -> tuple[Path, Path, int, int]:
     """The two shipped files with the container's paths and addresses made local: the bot's
-    address for Docker's DNS, loopback ports for :8080, :8443 and :8081."""
-    https, http = free_port(), free_port()
+    address for Docker's DNS, and for :8080, :8443 and :8081 the three ``listeners`` (loopback
+    sockets HAProxy inherits); the HTTPS and HTTP ports."""
+    plain, secure, redirect = listeners
+    https, http = secure.getsockname()[1], redirect.getsockname()[1]
     base = (DEPLOY / "haproxy.cfg").read_text()
     base = base.replace("/usr/local/etc/haproxy/errors", str(DEPLOY / "haproxy-errors"))
-    base = base.replace("bind :8080", f"bind 127.0.0.1:{free_port()}")
+    base = base.replace("bind :8080", f"bind fd@{plain.fileno()}")
     base = base.replace("nameserver dns 127.0.0.11:53", "nameserver dns 127.0.0.1:9")
     base = base.replace("    log stdout format raw local0 info\n", "")
     base = base.replace(" resolvers docker resolve-prefer ipv4 init-addr none", "")
     base = base.replace("server-template bot 10 bot:8080", f"server bot1 127.0.0.1:{bot.port}")
     tls = (DEPLOY / "haproxy-tls.cfg").read_text()
     for shipped, local in (
-        ("bind :8443", f"bind 127.0.0.1:{https}"),
-        ("bind :8081", f"bind 127.0.0.1:{http}"),
+        ("bind :8443", f"bind fd@{secure.fileno()}"),
+        ("bind :8081", f"bind fd@{redirect.fileno()}"),
         ("/usr/local/etc/haproxy/certs/", f"{certs}/"),
     ):
         assert shipped in tls
@@ -81,13 +85,22 @@ def front(tmp_path: Path) -> Iterator[tuple[str, str, ssl.SSLContext]]:
     haproxy = _haproxy()
     certs, ca = self_signed(tmp_path)
     trust = ssl.create_default_context(cafile=str(ca))
-    with mock_process(tmp_path) as mock, bot_process(tmp_path, mock) as bot:
-        base, tls, https, http = local_configs(tmp_path, bot, certs)
+    with (
+        mock_process(tmp_path) as mock,
+        bot_process(tmp_path, mock) as bot,
+        listening_sockets(3) as listeners,
+    ):
+        fds = [sock.fileno() for sock in listeners]
+        base, tls, https, http = local_configs(tmp_path, bot, certs, listeners)
         command = [haproxy, "-f", str(base), "-f", str(tls)]
-        checked = subprocess.run([*command, "-c"], capture_output=True, text=True, check=False)
+        checked = subprocess.run(
+            [*command, "-c"], capture_output=True, text=True, check=False, pass_fds=fds
+        )
         assert checked.returncode == 0, checked.stdout + checked.stderr
         log = (tmp_path / "haproxy.log").open("wb")
-        proxy = subprocess.Popen([*command, "-db"], stdout=log, stderr=subprocess.STDOUT)
+        proxy = subprocess.Popen(
+            [*command, "-db"], stdout=log, stderr=subprocess.STDOUT, pass_fds=fds
+        )
         url = f"https://127.0.0.1:{https}"
         try:
             deadline = time.monotonic() + 30  # the check brings the replica up (rise 2, 3 s)
