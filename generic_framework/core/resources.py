@@ -155,7 +155,11 @@ class Resources:
             from generic_framework.store.postgres_slots import PostgresSlots
 
             return PostgresSlots(
-                str(url), budget=budget_id(s), limit=s.llm_max_concurrency, wait=s.llm_queue_timeout
+                str(url),
+                budget=budget_id(s),
+                limit=s.llm_max_concurrency,
+                wait=s.llm_queue_timeout,
+                timeout=s.database_pool_timeout,
             )
         return LocalSlots(s.llm_max_concurrency, s.llm_queue_timeout)
 

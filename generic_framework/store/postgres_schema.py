@@ -137,6 +137,8 @@ async def migrate(conn: Any) -> list[int]:
     applied: list[int] = []
     while True:
         async with conn.transaction():
+            # A migration takes what it takes: the connections' statement_timeout is lifted.
+            await conn.execute("SET LOCAL statement_timeout = 0")
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
             await conn.execute(_VERSIONS)
             cursor = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
