@@ -115,10 +115,20 @@ class PostgresStore(PostgresUsers, PostgresChats):
         pool_timeout: seconds a request waits for a free connection
             (``DATABASE_POOL_TIMEOUT``), and the longest a statement runs; with the server
             hung a call fails within ``2 * pool_timeout + 1`` s (:mod:`~.postgres_bounds`).
+        create: give a database that was never initialised its schema; when false, such a
+            database is refused with :class:`StoreUnavailableError` (docs/design/0324).
     """
 
-    def __init__(self, url: str, *, pool_size: int = 10, pool_timeout: float = POOL_TIMEOUT):
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        pool_timeout: float = POOL_TIMEOUT,
+        create: bool = True,
+    ):
         register_password(url)
+        self.create = create
         self._url = url
         self.where = redact_url(url)
         self.pool_size = pool_size
@@ -162,7 +172,7 @@ class PostgresStore(PostgresUsers, PostgresChats):
             options = connection_options(self.pool_timeout)
             connect = psycopg.AsyncConnection.connect(self._url, autocommit=True, **options)
             async with await connect as conn:
-                await migrate(conn)
+                await migrate(conn, create=self.create)
         pool = AsyncConnectionPool(
             self._url,
             min_size=1,

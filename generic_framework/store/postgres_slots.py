@@ -137,6 +137,8 @@ class PostgresSlots:
             opens no conversation store).
         timeout: the bound of each wait on the server (``DATABASE_POOL_TIMEOUT``): a look at
             the slots fails after ``2 * timeout`` on a hung server (:mod:`~.postgres_bounds`).
+        create: with no ``ready``, give a database never initialised its schema (else refuse
+            it, as :class:`~.postgres.PostgresStore` does).
     """
 
     def __init__(
@@ -148,8 +150,10 @@ class PostgresSlots:
         wait: float,
         ready: Callable[[], Awaitable[None]] | None = None,
         timeout: float = 5.0,
+        create: bool = True,
     ) -> None:
         self._url = url
+        self._create = create
         self._timeout = timeout
         self.budget = budget
         self.limit = limit
@@ -388,7 +392,7 @@ class PostgresSlots:
         import psycopg
 
         try:
-            await migrate(conn)
+            await migrate(conn, create=self._create)
         except BaseException as exc:
             await conn.close()
             if isinstance(exc, psycopg.OperationalError):
