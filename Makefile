@@ -45,8 +45,8 @@ k8s-check: $(VENV)/.installed-dev
 
 # Two Docker engines as a two-node Swarm on this machine, the stack across both under faults and
 # a rolling upgrade (scripts/multinode.sh; needs root and a running engine; not part of CI).
-multinode:
-	bash scripts/multinode.sh
+multinode: $(VENV)/.installed
+	PYTHON=$(abspath $(BIN))/python bash scripts/multinode.sh
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks
