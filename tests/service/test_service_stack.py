@@ -266,3 +266,26 @@ def test_personas_are_configs_not_the_image_s(stack: dict[str, Any]) -> None:
     for target, file in mounted.items():
         assert Path(target).parent == Path(folder)
         assert (DEPLOY / file).resolve() == ROOT / "personas" / Path(target).name
+
+
+def test_the_secret_files_are_made_once_private_and_consistent(tmp_path: Path) -> None:
+    script = ROOT / "scripts" / "stack-secrets.sh"
+    folder = tmp_path / "secrets"
+    env = {"PATH": "/usr/bin:/bin", "ZAI_API_KEY": "zai-key-1"}
+    first = subprocess.run(["bash", str(script), str(folder)], env=env, check=True,
+                           capture_output=True, text=True)  # fmt: skip
+    names = {"zai_api_key", "bot_api_token", "database_url", "postgres_password"}
+    assert {p.name for p in folder.iterdir()} == names
+    assert all((folder / name).stat().st_mode & 0o077 == 0 for name in names)
+    password = (folder / "postgres_password").read_text().strip()
+    assert len(password) >= 32
+    url = (folder / "database_url").read_text().strip()
+    assert url == f"postgresql://bot:{password}@postgres:5432/bot"
+    assert (folder / "zai_api_key").read_text() == "zai-key-1\n"
+    assert password not in first.stdout + first.stderr
+    before = {name: (folder / name).read_text() for name in names}
+    subprocess.run(["bash", str(script), str(folder)], env=env, check=True, capture_output=True)
+    assert {name: (folder / name).read_text() for name in names} == before  # kept, not remade
+    # Every file the stack names as a secret is one the script makes.
+    stack = _load("stack.yml")
+    assert {Path(s["file"]).name for s in stack["secrets"].values()} == names
