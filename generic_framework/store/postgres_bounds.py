@@ -31,7 +31,7 @@ from typing import Any
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres_errors import RETRY_AFTER
 
-__all__ = ["CANCEL_GRACE", "ServerHungError", "bound_of", "bounded", "connection_options"]
+__all__ = ["CANCEL_GRACE", "bound_of", "bounded", "connection_options", "is_hung"]
 
 CANCEL_GRACE = 1.0
 """Seconds between the deadline's cancel and the second one that drops the connection."""
@@ -42,8 +42,13 @@ KEEPALIVE_COUNT = 3
 TCP_USER_TIMEOUT_MS = 15_000
 
 
-class ServerHungError(StoreUnavailableError):
+class _HungServerError(StoreUnavailableError):
     """The server did not answer within the call's bound: retrying at once would wait again."""
+
+
+def is_hung(exc: BaseException) -> bool:
+    """True when ``exc`` is :func:`bounded`'s: the server did not answer within the bound."""
+    return isinstance(exc, _HungServerError)
 
 
 def bound_of(wait: float) -> float:
@@ -93,7 +98,7 @@ async def bounded(wait: float, where: str) -> AsyncIterator[None]:
         fired = 0
         if task.cancelling():  # cancelled from outside as well: that cancel wins
             raise
-        raise ServerHungError(
+        raise _HungServerError(
             f"the conversation database {where} did not answer within {2 * wait:g} s "
             "(twice DATABASE_POOL_TIMEOUT): it hangs, or the network drops its packets",
             retry_after=RETRY_AFTER,

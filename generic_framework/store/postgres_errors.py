@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.redaction import redact, redact_url, register_secret
+from generic_framework.store.postgres_schema import not_initialised
 
 __all__ = ["RETRY_AFTER", "redact_url", "register_password", "translated", "unavailable"]
 
@@ -51,6 +52,4 @@ def translated(where: str) -> Iterator[None]:
     except psycopg.errors.UndefinedTable as exc:
         # The schema vanished under a running replica: PostgreSQL came back on an empty
         # volume. Not an empty answer, and not a new schema (docs/design/0324).
-        from generic_framework.store.postgres_schema import not_initialised
-
         raise not_initialised() from exc

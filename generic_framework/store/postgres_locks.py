@@ -36,7 +36,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from generic_framework.errors import StoreUnavailableError
-from generic_framework.store.postgres_bounds import ServerHungError, bounded, connection_options
+from generic_framework.store.postgres_bounds import bounded, connection_options, is_hung
 from generic_framework.store.postgres_errors import RETRY_AFTER, translated, unavailable
 from generic_framework.store.postgres_schema import advisory_key
 
@@ -144,7 +144,7 @@ class PostgresLocks:
             try:
                 held = await self._attempt(key, read)
             except StoreUnavailableError as exc:
-                if reconnected or self._conn is not None or isinstance(exc, ServerHungError):
+                if reconnected or self._conn is not None or is_hung(exc):
                     raise
                 reconnected = True  # the connection had broken: once more on a new one
                 continue
