@@ -73,6 +73,8 @@ SOCK="$TMP/node2"
 mkdir -p "$SOCK"
 D2=(docker -H "unix://$SOCK/docker.sock")
 LOAD_PID=
+GWBRIDGE_MADE=no
+docker network inspect docker_gwbridge >/dev/null 2>&1 || GWBRIDGE_MADE=yes
 
 teardown() {
     set +e
@@ -89,6 +91,8 @@ teardown() {
     docker rm -f "$NODE2" >/dev/null 2>&1
     docker volume rm -f gfmn-node2-data "${STACK}_postgres-data" >/dev/null 2>&1
     docker network rm "$LINK" >/dev/null 2>&1
+    [ "$GWBRIDGE_MADE" = yes ] && docker network rm docker_gwbridge >/dev/null 2>&1
+    ip netns del gfmn-probe 2>/dev/null
     rm -rf "$TMP"
     say "teardown done: no stack, no swarm, no node 2, no bridge, no volumes left"
 }
@@ -133,10 +137,11 @@ docker build -q -t gfmn-engine "$TMP/engine" >/dev/null
 # 2. node 2 ------------------------------------------------------------------------------------
 say "node 2: a second engine in a privileged container on $LINK ($SUBNET)"
 docker network create --driver bridge --subnet "$SUBNET" --gateway "$NODE1_IP" "$LINK" >/dev/null
+# /run is a tmpfs: a restarted node starts with no stale pid file, as a rebooted machine does.
 start_node2() {
     docker run -d --privileged --name "$NODE2" --hostname "$NODE2" --network "$LINK" \
-        --ip "$NODE2_IP" -v gfmn-node2-data:/var/lib/docker -v "$SOCK:/run/gfmn" gfmn-engine \
-        -H unix:///run/gfmn/docker.sock >/dev/null
+        --ip "$NODE2_IP" --tmpfs /run -v gfmn-node2-data:/var/lib/docker -v "$SOCK:/gfmn" \
+        gfmn-engine -H unix:///gfmn/docker.sock >/dev/null
 }
 start_node2
 wait_for 90 "node 2's engine" "${D2[@]}" info
@@ -154,20 +159,47 @@ docker node update --label-add generic-framework.database=true "$NODE1_ID" >/dev
 say "swarm: $(docker node ls --format '{{.Hostname}}={{.Status}}/{{.Availability}}' | tr '\n' ' ')"
 
 # 4. the stack ---------------------------------------------------------------------------------
+# The stack's overlays are encrypted (IPsec ESP with AES-GCM between the nodes). A kernel without
+# it (no rfc4106(gcm(aes)) in XFRM) carries no encrypted overlay traffic between nodes: probe it
+# in a throwaway network namespace, and on such a kernel run a copy of the stack without the
+# option, saying so. The copy keeps the stack file's folder layout (its relative paths).
+export STACK_DIR="$ROOT/deploy"
+ip netns add gfmn-probe
+if ip -n gfmn-probe xfrm state add src 10.0.0.1 dst 10.0.0.2 proto esp spi 0x100 mode transport \
+        aead 'rfc4106(gcm(aes))' 0x0102030405060708090a0b0c0d0e0f1011121314 64 2>/dev/null; then
+    say "overlays encrypted (this kernel has ESP with AES-GCM)"
+else
+    mkdir -p "$TMP/tree"
+    cp -r "$ROOT/deploy" "$ROOT/personas" "$TMP/tree/"
+    sed -i '/^    driver_opts:$/{N;/encrypted: "true"/d}' "$TMP/tree/deploy/stack.yml"
+    if grep -q 'encrypted: "true"' "$TMP/tree/deploy/stack.yml"; then
+        die "could not drop the encryption from the copy"
+    fi
+    STACK_DIR="$TMP/tree/deploy"
+    say "WARNING: this kernel has no ESP with AES-GCM (XFRM): the overlays run UNENCRYPTED here"
+fi
+ip netns del gfmn-probe
 bash "$ROOT/scripts/stack-secrets.sh" "$TMP/secrets" >/dev/null
 export BOT_IMAGE=generic-framework:mn1 MOCK_IMAGE=generic-framework:mn1 MOCK=1
 export SECRETS_DIR="$TMP/secrets" PROXY_PORT BOT_REPLICAS BOT_MEMORY_LIMIT=512m
 export BOT_ALLOWED_HOSTS="bot,proxy,127.0.0.1,$NODE2_IP" MOCK_LATENCY_MS=${MOCK_LATENCY_MS:-300}
 say "deploying the stack: $BOT_REPLICAS replicas of $BOT_IMAGE"
-docker stack deploy --detach=true --resolve-image never -c "$ROOT/deploy/stack.yml" \
-    -c "$ROOT/deploy/stack.mock.yml" "$STACK" >/dev/null
+docker stack deploy --detach=true --resolve-image never -c "$STACK_DIR/stack.yml" \
+    -c "$STACK_DIR/stack.mock.yml" "$STACK" >/dev/null
 say "a new deployment: db upgrade once (until then the replicas refuse the empty database)"
 upgrade_at=$(date +%s)
 BOT_IMAGE=generic-framework:mn1 bash "$ROOT/scripts/stack-db-upgrade.sh" "$STACK"
 say "db upgrade done in $(( $(date +%s) - upgrade_at ))s"
 DEPLOY_TIMEOUT=600 bash "$ROOT/scripts/stack-deploy.sh" "$STACK" --resolve-image never
 wait_for 120 "the proxy's /readyz" ready
-say "ready: bot replicas on node 1: $(replicas_on docker), on node 2: $(replicas_on "${D2[@]}")"
+spread() {  # the replicas over both nodes again (Swarm does not move running tasks by itself)
+    if [ "$(replicas_on "${D2[@]}")" = 0 ] || [ "$(replicas_on docker)" = 0 ]; then
+        say "rebalancing the replicas over both nodes (a rolling restart, start-first)"
+        docker service update --force --detach=false --quiet "${STACK}_bot" >/dev/null
+    fi
+    say "bot replicas on node 1: $(replicas_on docker), on node 2: $(replicas_on "${D2[@]}")"
+}
+spread
 
 # 5. load and faults ---------------------------------------------------------------------------
 phase steady
@@ -192,7 +224,8 @@ docker start "$NODE2" >/dev/null
 wait_for 90 "node 2's engine again" "${D2[@]}" info
 wait_for 120 "node 2 ready again" sh -c "docker node ls --format '{{.Hostname}} {{.Status}}' | grep -q '$NODE2 Ready'"
 say "node 2 rejoined after $(( $(date +%s) - lost_at ))s"
-sleep 10
+phase rebalance
+spread
 
 phase drain-database-node
 turns_before=$(docker exec "$(pg_container)" psql -U bot -d bot -Atc 'SELECT count(*) FROM turns')

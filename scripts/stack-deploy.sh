@@ -7,8 +7,9 @@
 set -euo pipefail
 stack=${1:?usage: stack-deploy.sh STACK [options]}; shift
 here=$(cd "$(dirname "$0")/.." && pwd)
-files=(-c "$here/deploy/stack.yml")
-[ "${MOCK:-0}" = 1 ] && files+=(-c "$here/deploy/stack.mock.yml")
+deploy=${STACK_DIR:-$here/deploy}  # another folder with the same layout, e.g. a changed copy
+files=(-c "$deploy/stack.yml")
+[ "${MOCK:-0}" = 1 ] && files+=(-c "$deploy/stack.mock.yml")
 docker stack deploy --detach=false --prune "${files[@]}" "$@" "$stack" >/dev/null
 
 deadline=$(( $(date +%s) + ${DEPLOY_TIMEOUT:-900} ))
