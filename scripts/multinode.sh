@@ -114,7 +114,7 @@ wait_for() {  # SECONDS WHAT COMMAND...
     done
 }
 ready() { curl -fsS -o /dev/null --max-time 5 "http://127.0.0.1:$PROXY_PORT/readyz"; }
-phase() { echo "$1" >"$TMP/phase"; say "phase $1"; }
+phase() { echo "$1" >"$TMP/phase.new" && mv "$TMP/phase.new" "$TMP/phase"; say "phase $1"; }
 
 # 1. images ------------------------------------------------------------------------------------
 say "building generic-framework:mn1 and :mn2 (PYTHON_IMAGE=$PYTHON_IMAGE)"
