@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install install-dev demo test lint bench scale-load env clean
+.PHONY: install install-dev demo test lint k8s-check multinode bench scale-load env clean
 
 # The demo needs only the runtime dependencies; tests and lint need the dev extra too.
 $(VENV)/.installed: pyproject.toml
@@ -36,6 +36,17 @@ lint: $(VENV)/.installed-bench
 	$(BIN)/ruff check generic_framework tests benchmarks
 	$(BIN)/ruff format --check generic_framework tests benchmarks
 	$(BIN)/mypy --strict generic_framework benchmarks
+
+# The Kubernetes manifests against the API's schemas (strict: unknown fields fail), offline:
+# kubernetes-validate ships the schemas. Validated, not run here (docs/several-machines.md).
+K8S_VERSION ?= 1.31.0
+k8s-check: $(VENV)/.installed-dev
+	$(BIN)/kubernetes-validate --strict --quiet -k $(K8S_VERSION) deploy/kubernetes/*.yaml
+
+# Two Docker engines as a two-node Swarm on this machine, the stack across both under faults and
+# a rolling upgrade (scripts/multinode.sh; needs root and a running engine; not part of CI).
+multinode: $(VENV)/.installed
+	PYTHON=$(abspath $(BIN))/python bash scripts/multinode.sh
 
 bench: $(VENV)/.installed-bench
 	$(BIN)/python -m benchmarks

@@ -105,14 +105,28 @@ class PostgresServer:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self, prefix: str = "t") -> str:
-        """A fresh, empty database; its URL."""
+    def create_database(self, prefix: str = "t", *, initialised: bool = True) -> str:
+        """A fresh database, its schema applied as ``generic-framework db upgrade`` does for a
+        new deployment (the service's replicas refuse a database never initialised), or
+        empty with ``initialised=False``; its URL."""
         import psycopg
+
+        from generic_framework.store.postgres_schema import MIGRATIONS
 
         self._databases += 1
         name = f"{prefix}_{os.getpid()}_{self._databases}"
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
+        if initialised:
+            with psycopg.connect(self.url(name)) as conn:
+                conn.execute(
+                    "CREATE TABLE schema_migrations (version integer PRIMARY KEY,"
+                    " applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+                for version, statements in enumerate(MIGRATIONS, start=1):
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
         return self.url(name)
 
     def query(self, url: str, sql: str, *params: object) -> list[tuple[object, ...]]:

@@ -138,6 +138,9 @@ class Resources:
                 sqlite_path=self.settings.database_path,
                 pool_size=self.settings.database_pool_size,
                 pool_timeout=self.settings.database_pool_timeout,
+                # A PostgreSQL database is initialised once, by `db upgrade`: never quietly
+                # here, where an empty one is most often a lost volume (docs/design/0324).
+                create=False,
             )
             self._opened.append(self._store)
         return self._store
@@ -180,7 +183,12 @@ class Resources:
             from generic_framework.store.postgres_slots import PostgresSlots
 
             return PostgresSlots(
-                str(url), budget=budget_id(s), limit=s.llm_max_concurrency, wait=s.llm_queue_timeout
+                str(url),
+                budget=budget_id(s),
+                limit=s.llm_max_concurrency,
+                wait=s.llm_queue_timeout,
+                timeout=s.database_pool_timeout,
+                create=False,
             )
         return LocalSlots(s.llm_max_concurrency, s.llm_queue_timeout)
 

@@ -74,6 +74,7 @@ def open_store(
     sqlite_path: str | Path,
     pool_size: int = 10,
     pool_timeout: float | None = None,
+    create: bool = True,
 ) -> ConversationStore:
     """The store a database URL names (nothing is connected until first use).
 
@@ -85,6 +86,8 @@ def open_store(
         pool_size: PostgreSQL's connection pool size.
         pool_timeout: seconds a PostgreSQL request waits for a connection (the store's
             default when ``None``).
+        create: give a PostgreSQL database that was never initialised its schema; when
+            false it is refused (docs/design/0324). SQLite always creates its file's schema.
 
     Raises:
         ValueError: the URL's scheme is neither.
@@ -93,8 +96,10 @@ def open_store(
         from generic_framework.store.postgres import PostgresStore
 
         if pool_timeout is None:
-            return PostgresStore(str(url), pool_size=pool_size)
-        return PostgresStore(str(url), pool_size=pool_size, pool_timeout=pool_timeout)
+            return PostgresStore(str(url), pool_size=pool_size, create=create)
+        return PostgresStore(
+            str(url), pool_size=pool_size, pool_timeout=pool_timeout, create=create
+        )
     from generic_framework.store.sqlite import SQLiteStore
 
     return SQLiteStore(sqlite_file(url, default=sqlite_path))

@@ -44,6 +44,7 @@ from generic_framework.store.base import (
     split_cursor,
 )
 from generic_framework.store.keys import PURGE_EVERY, Claim
+from generic_framework.store.postgres_bounds import bounded, connection_options
 from generic_framework.store.postgres_chats import PostgresChats
 from generic_framework.store.postgres_errors import redact_url, register_password, translated
 from generic_framework.store.postgres_locks import Hold, PostgresLocks
@@ -112,11 +113,22 @@ class PostgresStore(PostgresUsers, PostgresChats):
             works too). Never logged or shown with its password.
         pool_size: the most connections this process opens (``DATABASE_POOL_SIZE``).
         pool_timeout: seconds a request waits for a free connection
-            (``DATABASE_POOL_TIMEOUT``); also how long it waits while the server is down.
+            (``DATABASE_POOL_TIMEOUT``), and the longest a statement runs; with the server
+            hung a call fails within ``2 * pool_timeout + 1`` s (:mod:`~.postgres_bounds`).
+        create: give a database that was never initialised its schema; when false, such a
+            database is refused with :class:`StoreUnavailableError` (docs/design/0324).
     """
 
-    def __init__(self, url: str, *, pool_size: int = 10, pool_timeout: float = POOL_TIMEOUT):
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        pool_timeout: float = POOL_TIMEOUT,
+        create: bool = True,
+    ):
         register_password(url)
+        self.create = create
         self._url = url
         self.where = redact_url(url)
         self.pool_size = pool_size
@@ -125,7 +137,7 @@ class PostgresStore(PostgresUsers, PostgresChats):
         self._opening = asyncio.Lock()
         self._closed = False
         self._next_purge = 0.0  # time.monotonic() of the next purge of expired keys
-        self._locks = PostgresLocks(url, where=self.where, ready=self.open)
+        self._locks = PostgresLocks(url, where=self.where, ready=self.open, wait=pool_timeout)
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r}, pool_size={self.pool_size})"
@@ -157,12 +169,15 @@ class PostgresStore(PostgresUsers, PostgresChats):
         with translated(self.where):
             # One direct connection first: a server that is not there fails at once, with
             # its reason, instead of after the pool's wait; it also runs the migrations.
-            async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
-                await migrate(conn)
+            options = connection_options(self.pool_timeout)
+            connect = psycopg.AsyncConnection.connect(self._url, autocommit=True, **options)
+            async with await connect as conn:
+                await migrate(conn, create=self.create)
         pool = AsyncConnectionPool(
             self._url,
             min_size=1,
             max_size=self.pool_size,
+            kwargs=connection_options(self.pool_timeout),
             open=False,
             timeout=self.pool_timeout,
             check=AsyncConnectionPool.check_connection,
@@ -179,9 +194,10 @@ class PostgresStore(PostgresUsers, PostgresChats):
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[Any]:
         await self.open()
-        with translated(self.where):
-            async with self._pool.connection() as conn:
-                yield conn
+        async with bounded(self.pool_timeout, self.where):
+            with translated(self.where):
+                async with self._pool.connection() as conn:
+                    yield conn
 
     # ------------------------------------------------------------------ the interface
 

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.redaction import redact, redact_url, register_secret
+from generic_framework.store.postgres_schema import not_initialised
 
 __all__ = ["RETRY_AFTER", "redact_url", "register_password", "translated", "unavailable"]
 
@@ -39,8 +40,8 @@ def unavailable(exc: BaseException, where: str) -> StoreUnavailableError:
 
 @contextmanager
 def translated(where: str) -> Iterator[None]:
-    """Connection failures (server down, restarted, pool exhausted) become
-    :class:`~generic_framework.errors.StoreUnavailableError`."""
+    """Connection failures (server down, restarted, pool exhausted) and a missing schema
+    become :class:`~generic_framework.errors.StoreUnavailableError`."""
     import psycopg
     import psycopg_pool
 
@@ -48,3 +49,7 @@ def translated(where: str) -> Iterator[None]:
         yield
     except (psycopg.OperationalError, psycopg.InterfaceError, psycopg_pool.PoolTimeout) as exc:
         raise unavailable(exc, where) from exc
+    except psycopg.errors.UndefinedTable as exc:
+        # The schema vanished under a running replica: PostgreSQL came back on an empty
+        # volume. Not an empty answer, and not a new schema (docs/design/0324).
+        raise not_initialised() from exc

@@ -36,6 +36,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from generic_framework.errors import StoreUnavailableError
+from generic_framework.store.postgres_bounds import bounded, connection_options, is_hung
 from generic_framework.store.postgres_errors import RETRY_AFTER, translated, unavailable
 from generic_framework.store.postgres_schema import advisory_key
 
@@ -102,12 +103,17 @@ class PostgresLocks:
         url: the database.
         where: the database as messages name it (no password).
         ready: awaited before the first connection (the store's migrations).
+        wait: the bound of each wait on the server (:mod:`~.postgres_bounds`): a statement,
+            waiting for the connection included, fails after ``2 * wait``.
     """
 
-    def __init__(self, url: str, *, where: str, ready: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self, url: str, *, where: str, ready: Callable[[], Awaitable[None]], wait: float
+    ) -> None:
         self._url = url
         self.where = where
         self._ready = ready
+        self._wait = wait
         self._local = _Queue()
         self._conn: Any = None
         self._generation = 0
@@ -137,8 +143,8 @@ class PostgresLocks:
         while True:
             try:
                 held = await self._attempt(key, read)
-            except StoreUnavailableError:
-                if reconnected or self._conn is not None:
+            except StoreUnavailableError as exc:
+                if reconnected or self._conn is not None or is_hung(exc):
                     raise
                 reconnected = True  # the connection had broken: once more on a new one
                 continue
@@ -169,7 +175,7 @@ class PostgresLocks:
             (got,) = await cursor.fetchone()
             return Hold(key, self._generation, await rows.fetchall()) if got else None
 
-        async with self._io:
+        async with bounded(self._wait, self.where), self._io:
             return await self._on_connection(attempt)
 
     def _orphan(self, task: asyncio.Future[Hold | None]) -> None:
@@ -185,15 +191,15 @@ class PostgresLocks:
         Raises:
             StoreUnavailableError: the connection holding the lock was lost (the lock with it).
         """
-        async with self._io:
-            if held.released or held.generation != self._generation or self._conn is None:
-                raise self._lost()
-            try:
+        try:
+            async with bounded(self._wait, self.where), self._io:
+                if held.released or held.generation != self._generation or self._conn is None:
+                    raise self._lost()
                 return await self._on_connection(operation)
-            except StoreUnavailableError as exc:
-                if self._conn is None:  # dropped: the lock went with it
-                    raise self._lost() from exc
-                raise
+        except StoreUnavailableError as exc:
+            if self._conn is None or held.generation != self._generation:
+                raise self._lost() from exc  # dropped: the lock went with it
+            raise
 
     async def release(self, held: Hold) -> None:
         """Give the lock back (nothing when it went with its connection); once."""
@@ -203,6 +209,11 @@ class PostgresLocks:
         await asyncio.shield(self._unlock(held))
 
     async def _unlock(self, held: Hold) -> None:
+        with contextlib.suppress(StoreUnavailableError):
+            async with bounded(self._wait, self.where):
+                await self._unlock_now(held)
+
+    async def _unlock_now(self, held: Hold) -> None:
         async with self._io:
             if held.generation != self._generation or self._conn is None:
                 return  # released by the server with the connection
@@ -237,6 +248,8 @@ class PostgresLocks:
             await conn.close()
 
     async def _connection(self) -> Any:
+        if self._conn is not None and self._conn.closed:  # closed by a cancel on a hung server
+            self._conn = None
         if self._conn is None:
             if self._closed:
                 raise StoreUnavailableError(
@@ -246,7 +259,9 @@ class PostgresLocks:
 
             await self._ready()
             try:
-                conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+                conn = await psycopg.AsyncConnection.connect(
+                    self._url, autocommit=True, **connection_options(self._wait)
+                )
             except psycopg.OperationalError as exc:
                 raise unavailable(exc, self.where) from exc
             try:

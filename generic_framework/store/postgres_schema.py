@@ -22,9 +22,16 @@ import hashlib
 import logging
 from typing import Any
 
-from generic_framework.errors import ConfigError
+from generic_framework.errors import ConfigError, StoreUnavailableError
 
-__all__ = ["MIGRATIONS", "MIGRATION_LOCK", "advisory_key", "migrate"]
+__all__ = [
+    "MIGRATIONS",
+    "MIGRATION_LOCK",
+    "NOT_INITIALISED_RETRY",
+    "advisory_key",
+    "migrate",
+    "not_initialised",
+]
 
 logger = logging.getLogger("generic_framework.store")
 
@@ -127,17 +134,35 @@ _VERSIONS = (
 )
 
 
-async def migrate(conn: Any) -> list[int]:
+NOT_INITIALISED_RETRY = 30.0
+"""Seconds a caller is told to wait when the database was never initialised."""
+
+_INITIALISED = "SELECT to_regclass('schema_migrations') IS NOT NULL"
+
+
+async def migrate(conn: Any, *, create: bool = True) -> list[int]:
     """Apply the pending migrations on ``conn`` (a psycopg ``AsyncConnection``, not in a
     transaction); return the versions applied here (empty when another process did).
 
+    With ``create`` false, a database that was never initialised (no schema at all) is
+    refused instead of given a new, empty schema (docs/design/0324): the service's replicas
+    open the store so, and ``generic-framework db upgrade`` initialises a new deployment.
+
     Raises:
         ConfigError: the database is at a newer version than this release knows.
+        StoreUnavailableError: ``create`` is false and the database was never initialised.
     """
     applied: list[int] = []
     while True:
         async with conn.transaction():
+            # A migration takes what it takes: the connections' statement_timeout is lifted.
+            await conn.execute("SET LOCAL statement_timeout = 0")
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            if not create and not applied:
+                cursor = await conn.execute(_INITIALISED)
+                (initialised,) = await cursor.fetchone()
+                if not initialised:
+                    raise not_initialised()
             await conn.execute(_VERSIONS)
             cursor = await conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations")
             (version,) = await cursor.fetchone()
@@ -155,3 +180,15 @@ async def migrate(conn: Any) -> list[int]:
             )
         applied.append(version + 1)
         logger.info("database migrated to schema version %d", version + 1)
+
+
+def not_initialised() -> StoreUnavailableError:
+    """The refusal of a database with no schema (never initialised, or its volume lost)."""
+    return StoreUnavailableError(
+        "the conversation database was never initialised for this deployment (it has no "
+        "schema), and a replica does not create one: an empty database where the service "
+        "expected its own is most often a lost volume, or PostgreSQL started on another "
+        "machine. Restore its data; or, for a new deployment, run `generic-framework db "
+        "upgrade` once with this DATABASE_URL",
+        retry_after=NOT_INITIALISED_RETRY,
+    )

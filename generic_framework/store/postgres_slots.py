@@ -45,6 +45,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
+from generic_framework.errors import StoreUnavailableError
+from generic_framework.store.postgres_bounds import bounded, connection_options
 from generic_framework.store.postgres_errors import unavailable
 from generic_framework.store.postgres_schema import migrate
 from generic_framework.wire.slots import BUSY_RETRY_AFTER, SlotLease, busy_error
@@ -52,6 +54,8 @@ from generic_framework.wire.slots import BUSY_RETRY_AFTER, SlotLease, busy_error
 __all__ = ["FRESH", "LINGER", "POLL", "TURNOVER", "PostgresSlots", "budget_namespace"]
 
 logger = logging.getLogger("generic_framework.store")
+
+_WHERE = "(upstream budget)"
 
 POLL = 0.05
 """Seconds between two looks at the shared slots while every one is taken."""
@@ -131,6 +135,10 @@ class PostgresSlots:
         ready: awaited before the first statement; when omitted, the budget's own connection
             applies the pending migrations first (the budget needs ``upstream_pauses`` and
             opens no conversation store).
+        timeout: the bound of each wait on the server (``DATABASE_POOL_TIMEOUT``): a look at
+            the slots fails after ``2 * timeout`` on a hung server (:mod:`~.postgres_bounds`).
+        create: with no ``ready``, give a database never initialised its schema (else refuse
+            it, as :class:`~.postgres.PostgresStore` does).
     """
 
     def __init__(
@@ -141,8 +149,12 @@ class PostgresSlots:
         limit: int,
         wait: float,
         ready: Callable[[], Awaitable[None]] | None = None,
+        timeout: float = 5.0,
+        create: bool = True,
     ) -> None:
         self._url = url
+        self._create = create
+        self._timeout = timeout
         self.budget = budget
         self.limit = limit
         self.wait = wait
@@ -221,7 +233,7 @@ class PostgresSlots:
             reused = self._reuse(now)
             if reused is not None:
                 return 0.0, reused
-        async with self._io:
+        async with bounded(self._timeout, _WHERE), self._io:
             conn = await self._connection()
             generation = self._generation
             parked = self._parked_slot(time.monotonic())
@@ -292,6 +304,11 @@ class PostgresSlots:
         self._freed.set()
 
     async def _unlock(self, slots: list[int], generation: int) -> None:
+        with contextlib.suppress(StoreUnavailableError):
+            async with bounded(self._timeout, _WHERE):
+                await self._unlock_now(slots, generation)
+
+    async def _unlock_now(self, slots: list[int], generation: int) -> None:
         async with self._io:
             if self._conn is not None and generation == self._generation:
                 try:
@@ -334,6 +351,11 @@ class PostgresSlots:
         if seconds <= 0:
             return
         self._paused_until = max(self._paused_until, time.monotonic() + seconds)
+        with contextlib.suppress(StoreUnavailableError):
+            async with bounded(self._timeout, _WHERE):
+                await self._share_pause(seconds)
+
+    async def _share_pause(self, seconds: float) -> None:
         async with self._io:
             try:
                 conn = await self._connection()
@@ -344,15 +366,21 @@ class PostgresSlots:
 
     async def _connection(self) -> Any:
         """The budget's own connection (autocommit: advisory locks of the session)."""
+        if self._conn is not None and self._conn.closed:  # closed by a cancel on a hung server
+            self._conn = None
+            self._held.clear()  # the server releases them with the connection
+            self._parked.clear()
         if self._conn is None:
             import psycopg
 
             if self._ready is not None:
                 await self._ready()
             try:
-                conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+                conn = await psycopg.AsyncConnection.connect(
+                    self._url, autocommit=True, **connection_options(self._timeout)
+                )
             except psycopg.OperationalError as exc:
-                raise unavailable(exc, "(upstream budget)") from exc
+                raise unavailable(exc, _WHERE) from exc
             if self._ready is None and not self._migrated:
                 await self._migrate(conn)
             self._conn = conn
@@ -364,7 +392,7 @@ class PostgresSlots:
         import psycopg
 
         try:
-            await migrate(conn)
+            await migrate(conn, create=self._create)
         except BaseException as exc:
             await conn.close()
             if isinstance(exc, psycopg.OperationalError):

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from generic_framework.errors import GLMError
+from generic_framework.errors import GLMError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
@@ -63,8 +63,12 @@ def set_testing(enabled: bool = True) -> None:
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """True when ``exc`` is one of ours and says a retry may succeed."""
-    return isinstance(exc, GLMError) and exc.retryable
+    """True when ``exc`` is one of ours and says a retry may succeed. Not a database failure
+    (the upstream budget's store): the call did not reach the upstream, and its caller answers
+    503 with ``Retry-After`` within the store's bound instead of waiting out retries here."""
+    return (
+        isinstance(exc, GLMError) and exc.retryable and not isinstance(exc, StoreUnavailableError)
+    )
 
 
 def parse_retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:

@@ -32,7 +32,7 @@ def db_env(env: dict[str, str]) -> dict[str, str]:
 def test_three_upgrades_at_once_migrate_a_fresh_database_once(
     db_env: dict[str, str], postgres_server: Any
 ) -> None:
-    url = postgres_server.create_database()
+    url = postgres_server.create_database(initialised=False)
     with ThreadPoolExecutor(3) as pool:
         runs = list(
             pool.map(lambda _: cli({**db_env, "DATABASE_URL": url}, "db", "upgrade"), range(3))

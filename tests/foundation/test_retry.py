@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from generic_framework.errors import GLMError
+from generic_framework.errors import GLMError, StoreUnavailableError
 from generic_framework.wire import retry
 from generic_framework.wire.errors import (
     APIConnectionError,
@@ -91,6 +91,16 @@ async def test_success_needs_one_call_and_no_wait(waits: list[float]) -> None:
     assert await RetryPolicy().call(attempt) == "ok"
     assert attempt.calls == 1
     assert waits == []
+
+
+async def test_a_store_failure_is_not_retried_as_an_upstream_one(waits: list[float]) -> None:
+    # The upstream budget's database hangs or is down: the call never reached Z.AI, and its
+    # caller answers 503 within the store's bound instead of waiting out the retries.
+    attempt = Flaky(StoreUnavailableError("the budget's database is unavailable", retry_after=2))
+
+    with pytest.raises(StoreUnavailableError):
+        await RetryPolicy(max_retries=3).call(attempt)
+    assert attempt.calls == 1 and waits == []
 
 
 async def test_backoff_grows_with_jitter_and_is_capped(waits: list[float]) -> None:

@@ -245,11 +245,16 @@ def test_without_a_key_or_a_running_mock_the_bot_says_what_to_do_and_waits_to_be
     assert "configuration error: not exiting until stopped" in stderr
 
 
-def test_the_scale_profile_needs_database_url(compose: dict[str, Any]) -> None:
+def test_the_scale_profile_needs_database_url_and_initialises_it(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
     services = compose["services"]
     check = services["scale-check"]
-    # Only whether it is set reaches the container, never the URL and its password.
+    # Whether it is set, from compose's own reading of .env; the URL itself from .env, for
+    # `db upgrade` once PostgreSQL is healthy (the replicas never create the schema: 0324).
     assert check["environment"] == {"DATABASE_URL_SET": "${DATABASE_URL:+yes}"}
+    assert check["env_file"] == services["bot"]["env_file"]
+    assert check["depends_on"] == {"postgres": {"condition": "service_healthy"}}
     assert services["proxy"]["depends_on"]["scale-check"] == {
         "condition": "service_completed_successfully"
     }
@@ -264,8 +269,14 @@ def test_the_scale_profile_needs_database_url(compose: dict[str, Any]) -> None:
     )
     assert missing.returncode == 2
     assert missing.stderr.startswith("error: the scale profile needs DATABASE_URL in .env")
-    present = {**env, "DATABASE_URL_SET": "yes"}
-    assert subprocess.run(["sh", "-c", script], env=present, check=False).returncode == 0
+    stand_in = tmp_path / "generic-framework"
+    stand_in.write_text('#!/bin/sh\necho "ran: $*"\n')
+    stand_in.chmod(0o755)
+    present = {"PATH": f"{tmp_path}:/usr/bin:/bin", "DATABASE_URL_SET": "yes"}
+    ran = subprocess.run(
+        ["sh", "-c", script], env=present, capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0 and ran.stdout == "ran: db upgrade\n", ran.stderr
 
 
 def _script_env(compose: dict[str, Any], env: dict[str, str]) -> dict[str, str]:

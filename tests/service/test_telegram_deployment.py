@@ -150,6 +150,9 @@ def _wait_for(path: Path) -> str:
     return path.read_text()
 
 
+# DATABASE_URL in .env without the scale profile up: its host is not running (no such name).
+NO_DATABASE = "postgresql://bot:pw-7a1@postgres.invalid:5432/bot"
+
 # The host has no `mock-zai`; a local name stands for a running mock.
 RUNNING_MOCK = "http://localhost:8090/api/paas/v4"
 
@@ -190,8 +193,13 @@ def test_a_crash_exits_for_the_restart_policy(services: dict[str, Any], tmp_path
         ("run", {"OPENAI_API_KEY": "real"}, "error: TELEGRAM_BOT_TOKEN is not set"),
         ("run", {"TELEGRAM_BOT_TOKEN": TOKEN}, "start the mock with: docker compose --profile"),
         ("exit-2", {"TELEGRAM_BOT_TOKEN": TOKEN, "OPENAI_API_KEY": "real"}, ""),
+        (
+            "run",
+            {"TELEGRAM_BOT_TOKEN": TOKEN, "OPENAI_API_KEY": "real", "DATABASE_URL": NO_DATABASE},
+            "docker compose --profile scale --profile telegram up -d",
+        ),
     ],
-    ids=["no-token", "no-key-no-mock", "command-refused"],
+    ids=["no-token", "no-key-no-mock", "command-refused", "database-not-up"],
 )
 def test_a_configuration_error_waits_to_be_stopped_instead_of_restarting(
     services: dict[str, Any], tmp_path: Path, mode: str, env: dict[str, str], says: str
@@ -208,7 +216,7 @@ def test_a_configuration_error_waits_to_be_stopped_instead_of_restarting(
     assert says in stderr
     assert "configuration error: not exiting until stopped" in stderr
     assert out.exists() == (mode == "exit-2")  # checked before the command runs
-    assert TOKEN not in stderr
+    assert TOKEN not in stderr and "pw-7a1" not in stderr
 
 
 def _example() -> dict[str, str]:

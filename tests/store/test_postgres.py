@@ -112,9 +112,8 @@ async def test_a_crashed_holder_s_lock_is_released_by_the_server(url: str) -> No
         await store.aclose()
 
 
-async def test_three_replicas_starting_together_migrate_once(
-    url: str, postgres_server: Any
-) -> None:
+async def test_three_replicas_starting_together_migrate_once(postgres_server: Any) -> None:
+    url = postgres_server.create_database(initialised=False)
     stores = [PostgresStore(url) for _ in range(3)]
     try:
         await asyncio.gather(*(s.open() for s in stores))

@@ -1,0 +1,122 @@
+"""A hung PostgreSQL (every server process stopped with SIGSTOP, as ``docker pause`` does): each
+call of the store, of the turns' lock connection and of the upstream budget fails with
+StoreUnavailableError within its documented bound (store/postgres_bounds.py), and everything
+works again once the server resumes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_postgres import eventually
+
+from generic_framework.errors import StoreUnavailableError
+from generic_framework.store.postgres import PostgresStore
+from generic_framework.store.postgres_bounds import bound_of, connection_options
+from generic_framework.store.postgres_slots import PostgresSlots
+from generic_framework.wire.messages import AssistantMessage, Message, UserMessage
+
+WAIT = 1.0  # DATABASE_POOL_TIMEOUT of these stores
+SLACK = 1.5  # the event loop's and a busy machine's share
+
+
+def turn(text: str) -> list[Message]:
+    return [UserMessage(content=text), AssistantMessage(content=f"answer to {text}")]
+
+
+def _server_pids(data: Path) -> list[int]:
+    """The postmaster and every process it started (the backends, the checkpointer...)."""
+    postmaster = int((data / "postmaster.pid").read_text().split()[0])
+    pids = [postmaster]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == postmaster:
+                pids.append(int(entry.name))
+    return pids
+
+
+@contextmanager
+def paused(server: Any) -> Iterator[None]:
+    pids = _server_pids(server.data)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+
+
+async def timed_failure(call: Callable[[], Awaitable[Any]]) -> float:
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailableError) as caught:
+        await call()
+    assert caught.value.retryable and caught.value.retry_after
+    return time.monotonic() - started
+
+
+def test_every_connection_is_opened_with_the_bounds() -> None:
+    options = connection_options(5.0)
+    assert options["connect_timeout"] == 5
+    assert options["keepalives"] == 1 and options["tcp_user_timeout"] > 0
+    assert "statement_timeout=5000" in options["options"]
+    assert connection_options(0.5)["connect_timeout"] == 2  # libpq's least
+    assert bound_of(5.0) == 11.0
+
+
+async def test_a_paused_server_gives_each_call_its_error_within_the_bound(
+    postgres_server: Any,
+) -> None:
+    url = postgres_server.create_database()
+    store = PostgresStore(url, pool_size=2, pool_timeout=WAIT)
+    budget = PostgresSlots(url, budget="hung", limit=2, wait=30.0, ready=store.open, timeout=WAIT)
+    try:
+        # Every connection open and in use before the pause: the pool's, the locks', the budget's.
+        await store.append_turn("a", "p", turn("before"))
+        async with store.lock("a", history=1) as held:
+            assert len(await held.load(1)) == 2
+        held_slot = await budget.acquire()  # kept: the next call needs a statement
+
+        with paused(postgres_server):
+            calls: list[Callable[[], Awaitable[Any]]] = [
+                lambda: store.get("a"),
+                lambda: store.append_turn("b", "p", turn("while hung")),
+                store.conversation_ids,
+                budget.acquire,
+            ]
+            waits = await asyncio.gather(*(timed_failure(call) for call in calls))
+            assert max(waits) < bound_of(WAIT) + SLACK, waits
+
+            async def a_turn() -> None:
+                async with store.lock("a", history=1):
+                    pass
+
+            assert await timed_failure(a_turn) < bound_of(WAIT) + SLACK
+            # A store opened while the server hangs: the connect timeout (libpq's 2 s least).
+            fresh = PostgresStore(url, pool_timeout=WAIT)
+            try:
+                assert await timed_failure(fresh.open) < 2 + SLACK
+            finally:
+                await fresh.aclose()
+
+        await held_slot.release()  # its connection is gone: nothing to give back
+        # Resumed: every path answers again (the hung connections were dropped, not reused).
+        assert await eventually(lambda: store.append_turn("a", "p", turn("after"))) == 2
+        async with store.lock("a", history=2) as held:
+            assert len(await held.load(2)) == 4
+        await (await eventually(budget.acquire)).release()
+        assert len(await store.turns("a") or []) == 2
+    finally:
+        await budget.aclose()
+        await store.aclose()
