@@ -305,6 +305,10 @@ def run(
     # No persona file, or a BOT_DEFAULT_PERSONA naming none: the line `chat` prints, before
     # anything is bound or logged (a service with nothing to serve would never be ready).
     Runtime(settings).spec()
+    if settings.uses_postgres:  # the driver's one-line hint, before anything is bound
+        from generic_framework.store.postgres_errors import require_driver
+
+        require_driver()
     sole: contextlib.AbstractContextManager[None] = (
         contextlib.nullcontext()
         if settings.uses_postgres

@@ -36,7 +36,12 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from generic_framework.errors import StoreUnavailableError
-from generic_framework.store.postgres_errors import RETRY_AFTER, translated, unavailable
+from generic_framework.store.postgres_errors import (
+    RETRY_AFTER,
+    require_driver,
+    translated,
+    unavailable,
+)
 from generic_framework.store.postgres_schema import advisory_key
 
 __all__ = ["FIRST_WAIT", "MOST_WAIT", "Hold", "PostgresLocks", "Read", "conversation_key"]
@@ -242,6 +247,7 @@ class PostgresLocks:
                 raise StoreUnavailableError(
                     f"the conversation database {self.where} is closed", retry_after=RETRY_AFTER
                 )
+            require_driver()
             import psycopg
 
             await self._ready()

@@ -45,7 +45,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
-from generic_framework.store.postgres_errors import unavailable
+from generic_framework.store.postgres_errors import require_driver, unavailable
 from generic_framework.store.postgres_schema import migrate
 from generic_framework.wire.slots import BUSY_RETRY_AFTER, SlotLease, busy_error
 
@@ -345,6 +345,7 @@ class PostgresSlots:
     async def _connection(self) -> Any:
         """The budget's own connection (autocommit: advisory locks of the session)."""
         if self._conn is None:
+            require_driver()
             import psycopg
 
             if self._ready is not None:
