@@ -227,6 +227,7 @@ async def chat_completions(request: Request) -> Response:
         max_chars=state.settings.bot_max_message_chars,
         allow_system=getattr(persona, "allow_client_system", True),
         max_tool_rounds=getattr(persona, "max_tool_rounds", None),
+        model=getattr(persona, "model", None),
     )
     text, history, options = turn.text, turn.history, turn.options
     key = None if cid is None else await _key(request, state, cid)

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError
 
-from generic_framework.limits import ConversationId
+from generic_framework.limits import ConversationId, ReasoningEffort
 from generic_framework.store.base import TITLE_MAX, check_title
 
 __all__ = [
@@ -144,6 +144,8 @@ class ChatCompletionRequest(BaseModel):
     max_completion_tokens: int | None = Field(default=None, ge=1, le=MAX_OUTPUT_TOKENS)
     stop: Annotated[str | list[str] | None, _schema(_STOP)] = None
     response_format: ResponseFormatIn | None = None
+    # The persona's model must take it (wire/profiles.py), as LLM_REASONING_EFFORT must.
+    reasoning_effort: ReasoningEffort | None = None
     stream_options: StreamOptionsIn | None = None
     user: str | None = Field(default=None, max_length=256)
     tools: list[ToolIn] | None = Field(default=None, max_length=128)
