@@ -150,7 +150,8 @@ class ChatCompletionRequest(BaseModel):
     user: str | None = Field(default=None, max_length=256)
     tools: list[ToolIn] | None = Field(default=None, max_length=128)
     tool_choice: Annotated[str | dict[str, Any] | None, _schema(_one_of("auto", "none"))] = None
-    # Accepted when harmless (README lists them); refused when they would change the answer.
+    # Accepted when harmless (docs/service.md lists them); refused when they would change the
+    # answer.
     # The document gives only the accepted values; the validators say why another is refused.
     n: Annotated[int | None, _schema(_one_of(1))] = None
     logprobs: Annotated[StrictBool | None, _schema(_one_of(False))] = None
