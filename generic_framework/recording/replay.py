@@ -115,15 +115,19 @@ def _system_prompt(fixture: Fixture) -> str:
     )
 
 
+def _client_tools(fixture: Fixture) -> set[str]:
+    """The functions an OpenAI client offered and runs itself (none for a persona's turn)."""
+    return {t["function"]["name"] for t in fixture.client.tools} if fixture.client else set()
+
+
 def _tools_offered(fixture: Fixture) -> tuple[list[str], WebSearchMode]:
     """The function names offered, and the web-search mode the offer implies (``search_web``
     is ``mcp`` when the fixture records a call to an MCP endpoint, ``client`` otherwise)."""
     offered = _offered(fixture)
-    client = {t["function"]["name"] for t in fixture.client.tools} if fixture.client else set()
     names = [
         t["function"]["name"]
         for t in offered
-        if t.get("type") == "function" and t["function"]["name"] not in client
+        if t.get("type") == "function" and t["function"]["name"] not in _client_tools(fixture)
     ]
     mode: WebSearchMode = (
         "builtin" if any(t.get("type") == "web_search" for t in offered) else "off"
