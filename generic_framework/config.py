@@ -167,6 +167,9 @@ class Settings(BaseModel):
         self._validate(values, environment_values(type(self), os.environ))
 
     def _validate(self, values: dict[str, Any], environment: dict[str, Any]) -> None:
+        unknown = [name for name in values if name not in _argument_names()]
+        if unknown:
+            raise ConfigError(_unknown_argument(unknown[0]))
         # Not populate_by_name: with it the field names api_key and base_url would be accepted
         # as data too. The two aliased fields take their field names as arguments here instead.
         for field, env_name in _ENV_NAMES.items():
@@ -374,6 +377,29 @@ class Settings(BaseModel):
     def uses_postgres(self) -> bool:
         """True when ``DATABASE_URL`` selects PostgreSQL."""
         return self.database_url is not None
+
+
+def _argument_names() -> frozenset[str]:
+    """The keyword arguments Settings takes: its fields, and the aliased variables' names."""
+    names = set(Settings.model_fields)
+    for info in Settings.model_fields.values():
+        if isinstance(info.validation_alias, AliasChoices):
+            names.update(str(choice) for choice in info.validation_alias.choices)
+    return frozenset(names)
+
+
+def _unknown_argument(name: str) -> str:
+    """A keyword that names no setting (extra="ignore" is there for the environment's unrelated
+    variables, which never reach the arguments), with the setting it most likely meant."""
+    import difflib
+
+    # The model's own settings first: Settings(timeout=...) most likely means llm_timeout.
+    fields = sorted(Settings.model_fields, key=lambda field: (not field.startswith("llm_"), field))
+    close = [f for f in fields if f.endswith(f"_{name.lower()}")] or difflib.get_close_matches(
+        name.lower(), fields, n=1, cutoff=0.6
+    )
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"Settings() got an unknown setting {name!r}{hint}"
 
 
 def _range(field: str) -> tuple[object, object] | None:

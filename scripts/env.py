@@ -16,6 +16,9 @@ Values:
   command-line variables that way, so no value appears in a process list);
 - anything else is written as given.
 
+A value the commands would refuse at start (``LLM_TIMEOUT=abc``) is refused here, by the same
+rules, and nothing is written.
+
 Nothing prints a value unless asked: each key is reported as ``set``, ``generated`` or ``kept``;
 ``--print KEY`` prints one value (for a client that needs the token).
 
@@ -84,6 +87,24 @@ def _one_line_each(path: Path, key: str) -> None:
             dest.write(binding.original.string)
 
 
+def _check_settings(values: dict[str, str]) -> None:
+    """Refuse the file as it would be when a command would refuse it at start: the rules of
+    the settings (``LLM_TIMEOUT=abc``, ``TELEGRAM_EDIT_INTERVAL=0``...), nothing written."""
+    try:
+        from generic_framework.chats.telegram.settings import TelegramSettings
+        from generic_framework.config import Settings
+        from generic_framework.environment import environment_values
+        from generic_framework.errors import ConfigError
+    except ImportError:  # run outside the project's environment: the commands check at start
+        return
+    for model in (Settings, TelegramSettings):
+        found = environment_values(model, values)
+        try:
+            model.defaults(**found)
+        except ConfigError as exc:
+            raise EnvError(f"{exc}; nothing was written") from None
+
+
 def set_values(path: Path, assignments: list[str]) -> list[tuple[str, str]]:
     """Apply ``KEY=VALUE`` / ``KEY`` arguments in order; ``(key, what happened)`` for each."""
     parsed = []
@@ -103,6 +124,7 @@ def set_values(path: Path, assignments: list[str]) -> list[tuple[str, str]]:
             raise EnvError(f"{key}: a value with a newline, ' or \\ is read differently by tools")
         values[key] = value
         planned.append((key, value, what))
+    _check_settings(values)
     if not path.exists():
         path.touch(mode=0o600)
     for key, value, _ in planned:

@@ -59,11 +59,12 @@ def run_chat(options: ChatOptions) -> int:
 
 
 def _one_shot(runtime: Runtime, message: str, options: ChatOptions, offline: bool) -> int:
+    asked = runtime.persona(options.persona).spec.name
     try:
         reply = asyncio.run(_answer(runtime, message, options))
     except GLMError as exc:
         if offline and unrecorded(exc):
-            err(no_recording_text(runtime.settings.is_coding_endpoint))
+            err(no_recording_text(runtime.settings.is_coding_endpoint, asked))
             return EXIT_ERROR
         raise
     if options.as_json:

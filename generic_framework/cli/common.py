@@ -142,9 +142,14 @@ def explain(exc: GLMError, settings: Settings) -> str:
         (e.ServerError, f"Z.AI failed on its side, retried {retries} times: try again later"),
         (e.ResponseValidationError, "Z.AI (or a proxy) sent a body that is not a chat answer"),
         (e.BadRequestError, "Z.AI rejected the request"),
+        (
+            e.NotFoundError,
+            f"Z.AI does not know the model {settings.llm_model!r} (or the endpoint): check "
+            "LLM_MODEL and OPENAI_BASE_URL",
+        ),
         (ConfigError, "configuration error"),
     ]
-    hint = next((text for cls, text in hints if isinstance(exc, cls)), "error")
+    hint = next((text for cls, text in hints if isinstance(exc, cls)), "the call failed")
     # The hints quote settings (the endpoint URL): redacted like every error text.
     return redact(f"error: {hint} ({exc})")
 

@@ -9,7 +9,7 @@ The backup is always one SQLite file, whatever the database (docs/design/0320):
   whole (one snapshot per conversation, verified by its checksum), after the users, keys and
   chat states (``db copy``'s part; claimed updates stay behind), with nothing more than the
   bot image; a point-in-time copy of the whole database is PostgreSQL's own ``pg_dump`` (the
-  README's recipe).
+  recipe in docs/operating.md).
 
 ``db restore`` checks the backup (integrity, schema version) before anything changes. Into
 SQLite it replaces the database file atomically, only with ``--replace`` when one exists (kept

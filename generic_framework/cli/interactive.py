@@ -29,10 +29,8 @@ from generic_framework.turns import Ask
 
 __all__ = ["HELP", "interactive"]
 
-HELP = (
-    f"Type a message; start it with {WEB_PREFIX} to search the web.\n"
-    "Commands: /persona NAME, /new, /history, /help, /quit"
-)
+_COMMANDS = "/persona NAME, /new, /history, /help, /quit"
+HELP = f"Type a message; start it with {WEB_PREFIX} to search the web.\nCommands: {_COMMANDS}"
 _QUIT = frozenset({"/quit", "/exit", "/q"})
 _SEARCHING = "searching the web..."
 
@@ -117,7 +115,8 @@ def _run_turn(runner: asyncio.Runner, session: _Session, text: str) -> None:
         err("\n(cancelled; nothing of this turn was stored)")
     except GLMError as exc:
         if session.offline and unrecorded(exc):
-            err(no_recording_text(session.runtime.settings.is_coding_endpoint))
+            coding = session.runtime.settings.is_coding_endpoint
+            err(no_recording_text(coding, session.persona.spec.name))
         else:
             err(explain(exc, session.runtime.settings))
 
@@ -191,16 +190,23 @@ async def _command(session: _Session, text: str) -> bool:
     if name == "/new":
         session.conversation = new_conversation_id()
         err(f"(new conversation {session.conversation})")
+    elif name == "/persona" and arg.strip():
+        _switch_persona(session, arg.strip())
     elif name == "/persona":
-        _switch_persona(session, arg.strip() or None)
+        names = ", ".join(sorted(session.runtime.specs()))
+        err(
+            f"(talking to {session.persona.spec.name}; personas: {names}; switch with /persona NAME)"
+        )
     elif name == "/history":
         await _print_history(session)
-    else:
+    elif name == "/help":
         err(HELP)
+    else:
+        err(f"error: unknown command {name}; the commands are {_COMMANDS}")
     return True
 
 
-def _switch_persona(session: _Session, name: str | None) -> None:
+def _switch_persona(session: _Session, name: str) -> None:
     try:
         session.persona = session.runtime.persona(name)
     except ConfigError as exc:

@@ -61,18 +61,27 @@ def unrecorded(exc: GLMError) -> bool:
     return exc.code == NO_MATCH_CODE
 
 
-def no_recording_text(coding: bool = False) -> str:
+def no_recording_text(coding: bool = False, persona: str | None = None) -> str:
     """The honest answer to a question the embedded mock has no recording for.
 
     Args:
         coding: the configured endpoint is a Coding Plan one (its ``//`` questions differ).
+        persona: the persona that was asked (``None``: the bundled fixtures' default): the
+            questions listed are its own recorded ones.
     """
     from generic_framework.mock import bundled_examples
+    from generic_framework.mock.fixture import DEFAULT_PERSONA
 
-    lines = [
-        "The embedded mock has no recorded answer for that message (it never invents one).",
-        "Set OPENAI_API_KEY for real answers, or try one of the recorded questions:",
-    ]
-    examples = bundled_examples(endpoint="coding" if coding else "general")
-    lines += [f"  generic-framework chat {example!r}" for example in examples]
+    persona = persona or DEFAULT_PERSONA
+    lines = ["The embedded mock has no recorded answer for that message (it never invents one)."]
+    examples = bundled_examples(persona=persona, endpoint="coding" if coding else "general")
+    if not examples:
+        lines.append(
+            f"Set OPENAI_API_KEY for real answers: the persona {persona!r} has no recorded "
+            f"questions (the bundled ones are {DEFAULT_PERSONA!r}'s and 'helper''s)."
+        )
+        return "\n".join(lines)
+    lines.append("Set OPENAI_API_KEY for real answers, or try one of the recorded questions:")
+    option = "" if persona == DEFAULT_PERSONA else f" -p {persona}"
+    lines += [f"  generic-framework chat{option} {example!r}" for example in examples]
     return "\n".join(lines)

@@ -63,8 +63,12 @@ def _command(work: Callable[[ConversationStore], Awaitable[int]]) -> int:
     return run_command(action)
 
 
-def _limits(value: int | None) -> str:
-    return "default" if value is None else ("none" if value == 0 else str(value))
+def _limits(value: int | None, admin: bool) -> str:
+    """A limit as lists show it: an unset one is the BOT_DEFAULT_* setting's for a user, and
+    none for an admin (quotas.effective_limits), the bootstrap admin included."""
+    if value is None:
+        return "none" if admin else "default"
+    return "none" if value == 0 else str(value)
 
 
 def user_json(user: User) -> dict[str, Any]:
@@ -96,10 +100,11 @@ def key_json(key: ApiKey, user: User | None = None) -> dict[str, Any]:
 
 
 def _user_line(user: User) -> str:
-    lim = user.limits
+    lim, admin = user.limits, user.is_admin
     return (
-        f"{user.name}\t{user.role}\trpm={_limits(lim.rpm)}\t"
-        f"daily_tokens={_limits(lim.daily_tokens)}\tdaily_searches={_limits(lim.daily_searches)}"
+        f"{user.name}\t{user.role}\trpm={_limits(lim.rpm, admin)}\t"
+        f"daily_tokens={_limits(lim.daily_tokens, admin)}\t"
+        f"daily_searches={_limits(lim.daily_searches, admin)}"
     )
 
 

@@ -6,9 +6,9 @@ An OpenAI client drives a persona with its own sampling settings, output format 
 :meth:`~generic_framework.core.persona.Persona.stream`, and the turn engine applies them to every
 request it builds for its one model-call seam (``Persona._call_llm``):
 
-- ``temperature``, ``top_p``, ``max_tokens``, ``stop``, ``user_id``: sent as given, in place of
-  the persona's values (the caller checked them against Z.AI's ranges; the wire model checks
-  ``temperature`` again).
+- ``temperature``, ``top_p``, ``max_tokens``, ``stop``, ``user_id``, ``reasoning_effort``: sent
+  as given, in place of the persona's values (the caller checked them against Z.AI's ranges and
+  the model's table; the wire model checks ``temperature`` again).
 - ``json_object``: ``response_format: {"type": "json_object"}``.
 - ``json_schema``: sent as ``json_object``, with the schema in one more system message; the
   final answer is parsed and validated against the schema, one corrective call is made when it
@@ -81,6 +81,7 @@ class TurnOptions:
     max_tokens: int | None = None
     stop: str | None = None
     user_id: str | None = None
+    reasoning_effort: str | None = None
     json_object: bool = False
     json_schema: JsonSchemaFormat | None = None
     client_tools: tuple[FunctionToolSpec, ...] = ()
@@ -105,7 +106,7 @@ class TurnOptions:
     def request_fields(self) -> dict[str, Any]:
         """The :class:`~generic_framework.wire.messages.ChatRequest` fields these options set."""
         fields: dict[str, Any] = {}
-        for name in ("temperature", "top_p", "max_tokens", "user_id"):
+        for name in ("temperature", "top_p", "max_tokens", "user_id", "reasoning_effort"):
             value = getattr(self, name)
             if value is not None:
                 fields[name] = value

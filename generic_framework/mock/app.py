@@ -14,7 +14,8 @@ Routes (docs/protocol.md §1, §10):
   API requests in flight now and at most);
   ``GET /mock/fixtures`` (names, descriptions, user inputs); ``GET /mock/examples?persona=&
   endpoint=`` (``{"examples": [...]}``: the questions it has answers for, best first, which a
-  bot pointed at it offers on its page); ``POST /mock/reset``.
+  bot pointed at it offers on its page; ``&faults=1``: the failure demonstrations instead);
+  ``POST /mock/reset``.
 - Any other path answers from a fixture that recorded that method and path, else 404/1222.
 
 The chat and web-search routes are plain ASGI callables looked up in a dict: the request body is
@@ -440,7 +441,9 @@ class MockApp:
     async def _examples(self, request: Request) -> JSONResponse:
         persona = request.query_params.get("persona") or None
         endpoint = request.query_params.get("endpoint") or None
-        return JSONResponse({"examples": self.catalog.questions(persona, endpoint)})
+        faults = request.query_params.get("faults") in ("1", "true")
+        found = self.catalog.questions(persona, endpoint, faults=faults)
+        return JSONResponse({"examples": found})
 
     async def _fixtures(self, request: Request) -> JSONResponse:
         return JSONResponse(

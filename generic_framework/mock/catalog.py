@@ -322,10 +322,13 @@ class Catalog:
         return None if best is None else best[1:]
 
     def examples(self) -> list[dict[str, str]]:
-        """The distinct user inputs of the loaded fixtures, with fixture, persona and endpoint.
+        """The distinct user inputs of the loaded fixtures, with fixture, persona, endpoint and
+        kind.
 
         Inputs that end in a normal answer come first (web queries with sources, other web
-        queries, plain messages), the failure demonstrations last.
+        queries, plain messages), the failure demonstrations last. ``kind`` is ``example`` (a
+        question a person can ask), ``fault`` (a failure demonstration) or ``client`` (a turn
+        driven by an OpenAI client's own tools or output format, which a chat line cannot ask).
         """
         seen: set[str] = set()
         result = []
@@ -339,18 +342,27 @@ class Catalog:
                         "fixture": state.fixture.name,
                         "persona": state.fixture.persona,
                         "endpoint": state.fixture.endpoint,
+                        "kind": _example_kind(state),
                     }
                 )
         return result
 
-    def questions(self, persona: str | None, endpoint: str | None) -> list[str]:
-        """The user inputs of :meth:`examples` recorded with ``persona`` (``None``: any), best
-        first; ``//`` questions only from ``endpoint`` (``general`` or ``coding``; ``None``:
-        any), where ``WEB_SEARCH_MODE=auto`` searches as they were recorded."""
+    def questions(
+        self, persona: str | None, endpoint: str | None, *, faults: bool = False
+    ) -> list[str]:
+        """The user inputs of :meth:`examples` a person can ask ``persona`` (``None``: any),
+        best first; ``//`` questions only from ``endpoint`` (``general`` or ``coding``;
+        ``None``: any), where ``WEB_SEARCH_MODE=auto`` searches as they were recorded.
+
+        The failure demonstrations are left out unless ``faults`` (then they are all there is),
+        and so are the turns of an OpenAI client's own tools or output format.
+        """
+        wanted = "fault" if faults else "example"
         return [
             e["input"]
             for e in self.examples()
-            if (persona is None or e["persona"] == persona)
+            if e["kind"] == wanted
+            and (persona is None or e["persona"] == persona)
             and (endpoint is None or e["endpoint"] == endpoint or not e["input"].startswith("//"))
         ]
 
@@ -432,10 +444,18 @@ def _likeness(expected: Any, actual: Any) -> int:
     return round(100 * difflib.SequenceMatcher(None, repr(expected), repr(actual)).ratio())
 
 
+def _example_kind(state: FixtureState) -> str:
+    if state.fixture.client is not None:
+        return "client"
+    return "fault" if _example_rank(state)[0] == 3 else "example"
+
+
 def _example_rank(state: FixtureState) -> tuple[int, int]:
     expected = state.fixture.expected
-    if expected is not None and (
-        expected.error is not None or expected.stop_reason not in (None, "completed")
+    failing = any(e.faults or e.response.status >= 400 for e in state.fixture.exchanges)
+    if failing or (
+        expected is not None
+        and (expected.error is not None or expected.stop_reason not in (None, "completed"))
     ):
         return (3, state.order)
     if not state.fixture.user_input.lstrip().startswith("//"):

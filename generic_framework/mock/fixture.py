@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_PERSONA",
     "FORMAT_VERSION",
     "BreakStreamFault",
+    "ClientTurn",
     "DelayFault",
     "DropConnectionFault",
     "Exchange",
@@ -230,6 +231,24 @@ class Expected(_Strict):
     error: ExpectedError | None = None
 
 
+class ClientTurn(_Strict):
+    """What an OpenAI client added to the turn through the service (docs/design/0612).
+
+    A fixture of a turn driven by a client's own tools or output format says so here, so the
+    replay runner asks the persona the same way (``TurnOptions``), and the question stays out of
+    the recorded-question lists offered to people (a chat line cannot offer a client's tool).
+
+    Attributes:
+        tools: the client's function tools, in OpenAI's shape (``{"type": "function",
+            "function": {"name", "description", "parameters"}}``); the client runs them, and a
+            later exchange's request carries their results.
+        response_format: OpenAI's ``response_format`` (``json_object`` or ``json_schema``).
+    """
+
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    response_format: dict[str, Any] | None = None
+
+
 class Fixture(_Strict):
     """One scenario: metadata for people and the replay runner, then the ordered exchanges."""
 
@@ -244,6 +263,9 @@ class Fixture(_Strict):
         default_factory=dict, description="Settings overrides the replay runner applies"
     )
     match: MatchOptions = Field(default_factory=MatchOptions)
+    client: ClientTurn | None = Field(
+        default=None, description="an OpenAI client's own tools or output format (0612)"
+    )
     expected: Expected | None = None
     exchanges: list[Exchange] = Field(min_length=1)
 

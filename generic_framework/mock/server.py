@@ -194,7 +194,10 @@ class MockServer:
 
 
 def bundled_examples(
-    persona: str | None = DEFAULT_PERSONA, endpoint: str | None = "general"
+    persona: str | None = DEFAULT_PERSONA,
+    endpoint: str | None = "general",
+    *,
+    faults: bool = False,
 ) -> list[str]:
     """The user inputs the bundled fixtures answer for ``persona``, best demonstrations first.
 
@@ -202,8 +205,10 @@ def bundled_examples(
         persona: only fixtures recorded with this persona (``scout``); ``None`` for all.
         endpoint: only ``//`` questions recorded on this endpoint (``general`` or ``coding``:
             with ``WEB_SEARCH_MODE=auto`` they search differently); ``None`` for all.
+        faults: the failure demonstrations instead (a rate limit, an empty balance, a
+            content filter...), which the question lists leave out.
     """
-    return Catalog(load_fixtures()).questions(persona, endpoint)
+    return Catalog(load_fixtures()).questions(persona, endpoint, faults=faults)
 
 
 def serve_forever(

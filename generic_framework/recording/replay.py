@@ -30,6 +30,7 @@ from pydantic import SecretStr
 
 from generic_framework.config import Settings
 from generic_framework.core.events import Done
+from generic_framework.core.options import JsonSchemaFormat, TurnOptions
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
 from generic_framework.errors import ConfigError, GLMError
@@ -39,6 +40,7 @@ from generic_framework.runtime import Runtime
 from generic_framework.tools import EXAMPLE_TOOLS, SEARCH_TOOL_NAME, FunctionTool, WebSearch
 from generic_framework.tools.reader import READ_TOOL_NAME
 from generic_framework.tools.web_search import WebSearchMode
+from generic_framework.wire.messages import AssistantMessage, FunctionToolSpec, ToolMessage
 
 __all__ = [
     "ReplayResult",
@@ -113,11 +115,20 @@ def _system_prompt(fixture: Fixture) -> str:
     )
 
 
+def _client_tools(fixture: Fixture) -> set[str]:
+    """The functions an OpenAI client offered and runs itself (none for a persona's turn)."""
+    return {t["function"]["name"] for t in fixture.client.tools} if fixture.client else set()
+
+
 def _tools_offered(fixture: Fixture) -> tuple[list[str], WebSearchMode]:
     """The function names offered, and the web-search mode the offer implies (``search_web``
     is ``mcp`` when the fixture records a call to an MCP endpoint, ``client`` otherwise)."""
     offered = _offered(fixture)
-    names = [t["function"]["name"] for t in offered if t.get("type") == "function"]
+    names = [
+        t["function"]["name"]
+        for t in offered
+        if t.get("type") == "function" and t["function"]["name"] not in _client_tools(fixture)
+    ]
     mode: WebSearchMode = (
         "builtin" if any(t.get("type") == "web_search" for t in offered) else "off"
     )
@@ -132,7 +143,6 @@ def _tools_offered(fixture: Fixture) -> tuple[list[str], WebSearchMode]:
 
 def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
     """A persona equivalent to the one that recorded ``fixture``: its prompt and tools."""
-    offered = _offered(fixture)
     names, mode = _tools_offered(fixture)
     unknown = [name for name in names if name not in EXAMPLE_TOOLS]
     if unknown:
@@ -147,7 +157,7 @@ def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
         system_prompt=_system_prompt(fixture),
         tools=tools,
         web_search=WebSearch(mode=mode),
-        tools_always=bool(offered) and not web,
+        tools_always=bool(tools) and not web,
         runtime=runtime,
     )
 
@@ -170,7 +180,47 @@ def _settings_for(fixture: Fixture, base: Settings, server: MockServer) -> Setti
 # ------------------------------------------------------------------ running
 
 
+def _client_options(fixture: Fixture, request: int) -> TurnOptions:
+    """The OpenAI client's part of the turn (its tools, output format) for the fixture's
+    ``request``-th chat request: its tool rounds are what that request carries after the
+    question, as the service reads them from the client's messages."""
+    assert fixture.client is not None
+    client = fixture.client
+    body = list(_chat_bodies(fixture))[request]
+    messages = body.get("messages", [])
+    question = max(i for i, m in enumerate(messages) if m.get("role") == "user")
+    continuation = tuple(
+        AssistantMessage.model_validate(m) if m.get("role") == "assistant" else
+        ToolMessage.model_validate(m)
+        for m in messages[question + 1 :]
+    )  # fmt: skip
+    output = client.response_format or {}
+    schema = output.get("json_schema") if output.get("type") == "json_schema" else None
+    return TurnOptions(
+        json_object=output.get("type") == "json_object",
+        json_schema=JsonSchemaFormat(schema["name"], schema["schema"]) if schema else None,
+        client_tools=tuple(FunctionToolSpec.model_validate(tool) for tool in client.tools),
+        tool_choice="auto" if client.tools else None,
+        continuation=continuation,
+    )
+
+
+async def _run_client(persona: Persona, fixture: Fixture) -> Reply:
+    """A turn of an OpenAI client: asked again with the tools' results while the model calls
+    the client's tools and the fixture records the next request."""
+    requests = len(list(_chat_bodies(fixture)))
+    reply = await persona.respond(fixture.user_input, options=_client_options(fixture, 0))
+    sent = 1
+    while reply.tool_calls and sent < requests:
+        options = _client_options(fixture, sent)
+        reply = await persona.respond(fixture.user_input, options=options)
+        sent += 1
+    return reply
+
+
 async def _run(persona: Persona, fixture: Fixture) -> Reply:
+    if fixture.client is not None:
+        return await _run_client(persona, fixture)
     if not fixture.streams:
         return await persona.respond(fixture.user_input)
     reply: Reply | None = None

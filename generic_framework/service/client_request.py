@@ -48,6 +48,7 @@ from generic_framework.wire.messages import (
     ToolCall,
     ToolMessage,
 )
+from generic_framework.wire.profiles import check_choice
 
 __all__ = ["ClientTurn", "client_turn", "user_pseudonym"]
 
@@ -216,8 +217,11 @@ def client_turn(
     max_chars: int,
     allow_system: bool,
     max_tool_rounds: int | None = None,
+    model: str | None = None,
 ) -> ClientTurn:
-    """Read ``body`` into the persona's turn (see the module docstring).
+    """Read ``body`` into the persona's turn (see the module docstring); ``model`` is the
+    persona's, which must take the ``reasoning_effort`` asked for (the rule of
+    ``LLM_REASONING_EFFORT``: :func:`~generic_framework.wire.profiles.check_choice`).
 
     Raises:
         ServiceError: 400 naming the parameter or message at fault.
@@ -226,6 +230,7 @@ def client_turn(
     question = _question_index(messages)
     text = last_user_text(messages[: question + 1], max_chars)
     continuation = _continuation(messages, question + 1)
+    _check_effort(body.reasoning_effort, model)
     options = _options(body, _Pinned(pins), max_tool_rounds, continuation)
     if body.conversation_id is not None and (options.client_tools or continuation):
         raise _refuse(
@@ -240,6 +245,22 @@ def client_turn(
     return ClientTurn(
         text, history, NO_OPTIONS if options == NO_OPTIONS else options, include_usage=include
     )
+
+
+def _check_effort(effort: str | None, model: str | None) -> None:
+    """400 for a ``reasoning_effort`` the persona's model does not take, naming the ones it
+    does: the rule that stops start-up for ``LLM_REASONING_EFFORT``."""
+    if effort is None or model is None:
+        return
+    problem = check_choice(
+        model,
+        thinking=None,
+        clear_thinking=None,
+        reasoning_effort=effort,
+        names={"model": "the persona's model", "reasoning_effort": "reasoning_effort"},
+    )
+    if problem is not None:
+        raise _refuse("reasoning_effort", problem)
 
 
 def _options(
@@ -264,6 +285,7 @@ def _options(
         ),
         stop=stop if isinstance(stop, str) else (stop[0] if stop else None),
         user_id=user_pseudonym(user) if user else None,
+        reasoning_effort=body.reasoning_effort,
         json_object=json_object,
         json_schema=json_schema,
         client_tools=tools,

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, field_validator
 from pydantic_core import PydanticCustomError
 
-from generic_framework.limits import ConversationId
+from generic_framework.limits import ConversationId, ReasoningEffort
 from generic_framework.store.base import TITLE_MAX, check_title
 
 __all__ = [
@@ -144,11 +144,14 @@ class ChatCompletionRequest(BaseModel):
     max_completion_tokens: int | None = Field(default=None, ge=1, le=MAX_OUTPUT_TOKENS)
     stop: Annotated[str | list[str] | None, _schema(_STOP)] = None
     response_format: ResponseFormatIn | None = None
+    # The persona's model must take it (wire/profiles.py), as LLM_REASONING_EFFORT must.
+    reasoning_effort: ReasoningEffort | None = None
     stream_options: StreamOptionsIn | None = None
     user: str | None = Field(default=None, max_length=256)
     tools: list[ToolIn] | None = Field(default=None, max_length=128)
     tool_choice: Annotated[str | dict[str, Any] | None, _schema(_one_of("auto", "none"))] = None
-    # Accepted when harmless (README lists them); refused when they would change the answer.
+    # Accepted when harmless (docs/service.md lists them); refused when they would change the
+    # answer.
     # The document gives only the accepted values; the validators say why another is refused.
     n: Annotated[int | None, _schema(_one_of(1))] = None
     logprobs: Annotated[StrictBool | None, _schema(_one_of(False))] = None

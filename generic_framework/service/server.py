@@ -54,6 +54,7 @@ from generic_framework.service.app import create_app
 from generic_framework.service.errors import error_body
 from generic_framework.service.sole import sole_sqlite_service
 from generic_framework.service.state import Drain, ServiceState
+from generic_framework.store.postgres_errors import require_driver
 from generic_framework.telemetry.logs import configure_logging, redact_uvicorn_logs
 from generic_framework.telemetry.tracing import setup_tracing
 
@@ -305,6 +306,8 @@ def run(
     # No persona file, or a BOT_DEFAULT_PERSONA naming none: the line `chat` prints, before
     # anything is bound or logged (a service with nothing to serve would never be ready).
     Runtime(settings).spec()
+    if settings.uses_postgres:  # the driver's one-line hint, before anything is bound
+        require_driver()
     sole: contextlib.AbstractContextManager[None] = (
         contextlib.nullcontext()
         if settings.uses_postgres

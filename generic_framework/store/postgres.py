@@ -46,7 +46,12 @@ from generic_framework.store.base import (
 from generic_framework.store.keys import PURGE_EVERY, Claim
 from generic_framework.store.postgres_bounds import bounded, connection_options
 from generic_framework.store.postgres_chats import PostgresChats
-from generic_framework.store.postgres_errors import redact_url, register_password, translated
+from generic_framework.store.postgres_errors import (
+    redact_url,
+    register_password,
+    require_driver,
+    translated,
+)
 from generic_framework.store.postgres_locks import Hold, PostgresLocks
 from generic_framework.store.postgres_reads import read_dump, read_page
 from generic_framework.store.postgres_rows import as_time
@@ -158,14 +163,10 @@ class PostgresStore(PostgresUsers, PostgresChats):
                 self._pool = await self._new_pool()
 
     async def _new_pool(self) -> Any:
-        try:
-            import psycopg
-            from psycopg_pool import AsyncConnectionPool
-        except ImportError as exc:
-            raise ConfigError(
-                "DATABASE_URL names PostgreSQL but psycopg is not installed: "
-                "pip install 'generic-framework[postgres]'"
-            ) from exc
+        require_driver()
+        import psycopg
+        from psycopg_pool import AsyncConnectionPool
+
         with translated(self.where):
             # One direct connection first: a server that is not there fails at once, with
             # its reason, instead of after the pool's wait; it also runs the migrations.

@@ -10,14 +10,37 @@ import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from generic_framework.errors import StoreUnavailableError
+from generic_framework.errors import ConfigError, StoreUnavailableError
 from generic_framework.redaction import redact, redact_url, register_secret
 from generic_framework.store.postgres_schema import not_initialised
 
-__all__ = ["RETRY_AFTER", "redact_url", "register_password", "translated", "unavailable"]
+__all__ = [
+    "RETRY_AFTER",
+    "redact_url",
+    "register_password",
+    "require_driver",
+    "translated",
+    "unavailable",
+]
 
 RETRY_AFTER = 2.0
 """Seconds a caller is told to wait after the database failed."""
+
+
+def require_driver() -> None:
+    """Import psycopg and its pool, or say how to install them.
+
+    Raises:
+        ConfigError: they are not installed (``DATABASE_URL`` names PostgreSQL without them).
+    """
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            "DATABASE_URL names PostgreSQL but psycopg is not installed: "
+            "pip install 'generic-framework[postgres]'"
+        ) from exc
 
 
 def register_password(url: str) -> None:

@@ -37,7 +37,12 @@ from typing import Any, TypeVar
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres_bounds import bounded, connection_options, is_hung
-from generic_framework.store.postgres_errors import RETRY_AFTER, translated, unavailable
+from generic_framework.store.postgres_errors import (
+    RETRY_AFTER,
+    require_driver,
+    translated,
+    unavailable,
+)
 from generic_framework.store.postgres_schema import advisory_key
 
 __all__ = ["FIRST_WAIT", "MOST_WAIT", "Hold", "PostgresLocks", "Read", "conversation_key"]
@@ -255,6 +260,7 @@ class PostgresLocks:
                 raise StoreUnavailableError(
                     f"the conversation database {self.where} is closed", retry_after=RETRY_AFTER
                 )
+            require_driver()
             import psycopg
 
             await self._ready()

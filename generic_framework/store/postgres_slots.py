@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres_bounds import bounded, connection_options
-from generic_framework.store.postgres_errors import unavailable
+from generic_framework.store.postgres_errors import require_driver, unavailable
 from generic_framework.store.postgres_schema import migrate
 from generic_framework.wire.slots import BUSY_RETRY_AFTER, SlotLease, busy_error
 
@@ -371,6 +371,7 @@ class PostgresSlots:
             self._held.clear()  # the server releases them with the connection
             self._parked.clear()
         if self._conn is None:
+            require_driver()
             import psycopg
 
             if self._ready is not None:

@@ -38,10 +38,13 @@ ALLOWED: dict[str, set[str]] = {
         "generic_framework.recording.recorder",
         "generic_framework.recording.replay",
     },
-    "cli/offline.py": {"generic_framework.mock"},  # a chat with an API key
+    "cli/offline.py": {  # a chat with an API key
+        "generic_framework.mock",
+        "generic_framework.mock.fixture",
+    },
     "cli/output.py": {"rich.console", "rich.markdown"},  # output that is not a terminal
     # The library: loaded when first used.
-    "config.py": {"dotenv"},
+    "config.py": {"dotenv", "difflib"},  # difflib: a misspelt keyword's suggestion only
     # JSON Schema checks: only for turns that ask for a json_schema answer (55-79 ms).
     "core/options.py": {"jsonschema", "jsonschema.exceptions", "jsonschema.validators"},
     # The upstream budget shared on PostgreSQL: only with a postgresql:// DATABASE_URL.

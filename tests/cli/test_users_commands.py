@@ -66,6 +66,9 @@ def test_users_add_set_list_remove(db_env: dict[str, str]) -> None:
     assert "user name" in cli(db_env, "users", "add", "bad name").stderr
     changed = cli(db_env, "users", "set", "bob", "--admin", "--daily-searches", "0")
     assert "bob\tadmin\trpm=30\tdaily_tokens=1000\tdaily_searches=none" in changed.stdout
+    # The bootstrap admin never has limits: none, not the users' default.
+    plain = cli(db_env, "users", "list").stdout
+    assert "admin\tadmin\trpm=none\tdaily_tokens=none\tdaily_searches=none" in plain
     listed = json.loads(cli(db_env, "users", "list", "--json").stdout)
     assert [u["name"] for u in listed] == ["admin", "bob"]
     assert listed[1]["limits"] == {"rpm": 30, "daily_tokens": 1000, "daily_searches": 0}

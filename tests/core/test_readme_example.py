@@ -1,4 +1,5 @@
-"""The README's Python example runs unchanged (against the mock, in a fresh interpreter)."""
+"""The Python examples of docs/personas.md run unchanged (against the mock, in a fresh
+interpreter)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from typing import Any
 from generic_framework.mock import MockServer, bundled_fixtures_dir, load_fixtures
 
 REPO = Path(__file__).resolve().parents[2]
+PERSONAS_PAGE = REPO / "docs" / "personas.md"
 
 
 def _readme_example() -> str:
-    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    blocks = re.findall(r"```python\n(.*?)```", PERSONAS_PAGE.read_text(), re.S)
     return next(block for block in blocks if "async with Persona(" in block)
 
 
@@ -67,7 +69,7 @@ def test_the_readme_python_example_runs_unchanged(tmp_path: Path) -> None:
 
 
 def test_the_readme_testing_example_runs_unchanged(tmp_path: Path) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
+    blocks = re.findall(r"```python\n(.*?)```", PERSONAS_PAGE.read_text(), re.S)
     example = next(block for block in blocks if "FunctionModel(" in block)
     script = example + "\nimport asyncio\nasyncio.run(test_adder())\nprint('passed')\n"
     result = subprocess.run(

@@ -356,3 +356,25 @@ def test_an_empty_variable_counts_as_unset(monkeypatch: pytest.MonkeyPatch, env:
 def test_a_bracketed_ipv6_bot_host_is_an_address(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BOT_HOST", "[::1]")
     assert Settings().bot_host == "::1"
+
+
+@pytest.mark.parametrize(
+    ("argument", "meant"),
+    [("model", "llm_model"), ("temperature", "llm_temperature"), ("llm_modle", "llm_model")],
+)
+def test_an_unknown_keyword_is_an_error_naming_it_and_the_setting_meant(
+    argument: str, meant: str
+) -> None:
+    for make in (Settings, Settings.defaults):
+        with pytest.raises(ConfigError) as caught:
+            make(**{argument: "glm-5.3"})
+        assert str(caught.value) == (
+            f"Settings() got an unknown setting {argument!r}; did you mean {meant!r}?"
+        )
+
+
+def test_unrelated_environment_variables_stay_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MODEL", "glm-5.3")
+    monkeypatch.setenv("SOME_OTHER_TOOL_SETTING", "x")
+    assert Settings().llm_model == "glm-4.7"
+    assert Settings(llm_model="glm-5.1", OPENAI_API_KEY="k").llm_model == "glm-5.1"

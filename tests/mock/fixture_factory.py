@@ -26,8 +26,9 @@ from fixture_parts import (
     source,
 )
 
+from generic_framework.core.options import JsonSchemaFormat, schema_instruction
 from generic_framework.core.persona import CONTENT_FILTER_NOTICE
-from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir
+from generic_framework.mock.fixture import ClientTurn, Fixture, bundled_fixtures_dir
 
 # ------------------------------------------------------------------------------ scenarios
 
@@ -107,29 +108,40 @@ NANAIMO_REPLY = (
 NANAIMO_URLS = [item["link"] for item in NANAIMO_SOURCES]
 
 
-def _nanaimo(stream: bool) -> Fixture:
-    text = "// what's the weather in Nanaimo?"
+def _nanaimo_turn(
+    name: str, description: str, text: str, answer: dict[str, Any], *, stream: bool = False
+) -> Fixture:
+    """A Nanaimo weather question answered in one call with the built-in search's sources."""
     talk = Conversation(text, stream=stream)
-    talk.exchange(
-        completion(
-            "nanaimo",
-            NANAIMO_ANSWER,
-            reasoning="The search results give current conditions and tonight's forecast.",
-            usage=(1450, 96, 14),
-            web_search=NANAIMO_SOURCES,
-        )
-    )
-    mode = "streamed (SSE; web_search[] on the last chunk)" if stream else "JSON"
+    talk.exchange(answer)
     return fixture(
-        "web_search_nanaimo_stream" if stream else "web_search_nanaimo",
-        f"The main demo, {mode}: Z.AI runs the built-in web_search server-side in one call; "
-        "no tool_calls, the answer cites [ref_N] and the sources come back as web_search[].",
+        name,
+        description,
         text,
         talk,
         content=NANAIMO_REPLY,
         stop_reason="completed",
         rounds=1,
         citations=NANAIMO_URLS,
+    )
+
+
+def _nanaimo(stream: bool) -> Fixture:
+    answer = completion(
+        "nanaimo",
+        NANAIMO_ANSWER,
+        reasoning="The search results give current conditions and tonight's forecast.",
+        usage=(1450, 96, 14),
+        web_search=NANAIMO_SOURCES,
+    )
+    mode = "streamed (SSE; web_search[] on the last chunk)" if stream else "JSON"
+    return _nanaimo_turn(
+        "web_search_nanaimo_stream" if stream else "web_search_nanaimo",
+        f"The main demo, {mode}: Z.AI runs the built-in web_search server-side in one call; "
+        "no tool_calls, the answer cites [ref_N] and the sources come back as web_search[].",
+        "// what's the weather in Nanaimo?",
+        answer,
+        stream=stream,
     )
 
 
@@ -777,11 +789,116 @@ def envelope_wrapped() -> Fixture:
     )
 
 
+def web_search_nanaimo_today() -> Fixture:
+    answer = completion(
+        "nanaimo-today",
+        NANAIMO_ANSWER,
+        reasoning="Today's conditions and tonight's forecast are in the results.",
+        usage=(1440, 96, 12),
+        web_search=NANAIMO_SOURCES,
+    )
+    return _nanaimo_turn(
+        "web_search_nanaimo_today",
+        "The question the Telegram bot's /start and /help and the CLI's bare // suggest: the "
+        "built-in web_search server-side in one call, sources in web_search[].",
+        "// weather in Nanaimo today",
+        answer,
+    )
+
+
+# The README's openai-agents example: the client's own get_weather tool (docs/design/0612).
+WEATHER_QUESTION = "What is the weather in Nanaimo?"
+WEATHER_RESULT = "Light rain, 9 C"
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"title": "City", "type": "string"}},
+            "required": ["city"],
+            "title": "get_weather_args",
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def client_tool_weather() -> Fixture:
+    talk = Conversation(WEATHER_QUESTION, always=[WEATHER_TOOL])
+    weather = call("client-weather", "get_weather", {"city": "Nanaimo"}, 0)
+    asked = completion("client-weather-1", "", calls=[weather])
+    talk.exchange(asked, note="the model calls the client's tool: the turn ends with the call")
+    talk.run_tools(asked, results=[WEATHER_RESULT])
+    answer = "It is raining lightly in Nanaimo right now, at about 9 °C."
+    talk.exchange(
+        completion("client-weather-2", answer, usage=(160, 18, 0)),
+        note="the client ran get_weather and sent its result back: the model answers from it",
+    )
+    found = fixture(
+        "client_tool_weather",
+        "An OpenAI client's own tool through the service (the README's openai-agents example, "
+        "LangChain's bind_tools): the model calls get_weather, the client runs it and sends the "
+        "result, the model answers from it.",
+        WEATHER_QUESTION,
+        talk,
+        content=answer,
+        stop_reason="completed",
+        rounds=1,
+        citations=[],
+    )
+    return found.model_copy(update={"client": ClientTurn(tools=[WEATHER_TOOL])})
+
+
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "celsius": {"type": "number"},
+        "conditions": {"type": "string"},
+    },
+    "required": ["city", "celsius", "conditions"],
+    "additionalProperties": False,
+}
+WEATHER_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "weather", "schema": WEATHER_SCHEMA},
+}
+
+
+def json_schema_weather() -> Fixture:
+    text = "Describe the weather in Nanaimo."
+    talk = Conversation(text)
+    format_ = JsonSchemaFormat(name="weather", schema=WEATHER_SCHEMA)
+    instruction = {"role": "system", "content": schema_instruction(format_).content}
+    talk.messages.insert(1, instruction)
+    answer = '{"city": "Nanaimo", "celsius": 9, "conditions": "light rain"}'
+    talk.exchange(
+        completion("json-schema-weather", answer, usage=(190, 20, 0)),
+        note="json_schema goes upstream as json_object, with the schema in a system message",
+    )
+    talk.exchanges[0]["request"]["body"]["response_format"] = {"type": "json_object"}
+    found = fixture(
+        "json_schema_weather",
+        "An OpenAI client's response_format json_schema through the service: sent as "
+        "json_object with the schema in the instructions, the answer validated against it.",
+        text,
+        talk,
+        content=answer,
+        stop_reason="completed",
+        rounds=1,
+        citations=[],
+    )
+    return found.model_copy(update={"client": ClientTurn(response_format=WEATHER_FORMAT)})
+
+
 SCENARIOS: list[Callable[[], Fixture]] = [
     plain_answer,
     web_search_hello,
     web_search_nanaimo,
     web_search_nanaimo_stream,
+    web_search_nanaimo_today,
     web_search_tool_calls,
     web_search_no_markers,
     web_search_client_mode,
@@ -802,6 +919,8 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     helper_percent,
     helper_convert,
     helper_hello,
+    client_tool_weather,
+    json_schema_weather,
 ]
 
 

@@ -41,7 +41,7 @@ def test_the_bundled_set() -> None:
     for fixture in fixtures:
         assert fixture.source is not None
         assert fixture.source.name == f"{fixture.name}.json"
-        expected = "scout-client" if "client" in fixture.name else "scout"
+        expected = "scout-client" if fixture.name.endswith("client_mode") else "scout"
         assert fixture.persona == ("helper" if fixture.name.startswith("helper_") else expected)
         assert fixture.description and fixture.user_input and fixture.expected
     names = {f.name for f in fixtures}
@@ -62,10 +62,30 @@ def test_examples_put_the_main_demo_first() -> None:
     examples = bundled_examples()
     assert examples[0] == "// what's the weather in Nanaimo?"
     assert len(examples) == len(set(examples))
-    assert examples[-1] == "Tell me a short story about a lighthouse keeper."
+    assert examples[-1] == "What is the capital of Canada?"
     # scout cannot ask the client-mode question (its search runs server-side)
     assert "// when is low tide in Nanaimo today?" not in examples
     assert "// when is low tide in Nanaimo today?" in bundled_examples(persona=None)
+
+
+FAULT_DEMOS = {
+    "Write a haiku about the sea.",  # 1113: the account balance is empty
+    "Tell me a short story about a lighthouse keeper.",  # the stream breaks
+    "Repeat the phrase the moderation filter blocks.",  # 1301
+    "Suggest a name for a grey cat.",  # 1302 twice, then the answer
+    "// calculate pi to ever more digits",  # stopped by the cap on rounds
+}
+
+
+def test_fault_demos_and_client_turns_stay_out_of_the_question_lists() -> None:
+    everyone = bundled_examples(persona=None, endpoint=None)
+    assert not FAULT_DEMOS & set(everyone)
+    # a chat line cannot offer a client's own tool or output format
+    assert "What is the weather in Nanaimo?" not in everyone
+    assert "Describe the weather in Nanaimo." not in everyone
+    # the failure demonstrations stay reachable for those who look for them
+    assert set(bundled_examples(persona=None, endpoint=None, faults=True)) == FAULT_DEMOS
+    assert "// weather in Nanaimo today" in bundled_examples()
 
 
 def write(path: Path, data: Any) -> Path:

@@ -123,3 +123,17 @@ def test_a_refused_argument_changes_nothing(tmp_path: Path, argument: str, says:
     done = make_env(env_file, "LOG_LEVEL=DEBUG", argument)
     assert done.returncode != 0 and says in done.stderr
     assert env_file.read_text() == EXAMPLE.read_text()
+
+
+def test_a_value_the_commands_would_refuse_is_refused_and_nothing_written(
+    tmp_path: Path,
+) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text("LLM_MODEL=glm-4.7\n", encoding="utf-8")
+    refused = make_env(env_file, "LLM_TIMEOUT=abc", "BOT_API_TOKEN=generate")
+    assert refused.returncode == 2
+    assert "LLM_TIMEOUT must be a number (got 'abc'); nothing was written" in refused.stderr
+    assert env_file.read_text(encoding="utf-8") == "LLM_MODEL=glm-4.7\n"
+    accepted = make_env(env_file, "LLM_TIMEOUT=30")
+    assert accepted.returncode == 0, accepted.stderr
+    assert dotenv_values(env_file)["LLM_TIMEOUT"] == "30"

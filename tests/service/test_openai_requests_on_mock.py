@@ -245,6 +245,8 @@ async def test_the_harmless_fields_clients_always_send_are_accepted_and_not_sent
         ({"max_tokens": 10, "max_completion_tokens": 20}, "max_completion_tokens"),
         ({"tools": [{"type": "function", "function": {"name": "a b"}}]}, "tools.0.function.name"),
         ({"response_format": BROKEN_SCHEMA}, "response_format.json_schema.schema"),
+        ({"reasoning_effort": "high"}, "reasoning_effort"),  # GLM-4.7 takes none
+        ({"reasoning_effort": "ultra"}, "reasoning_effort"),
     ],
 )  # fmt: skip
 async def test_what_cannot_be_honoured_is_a_400_naming_the_parameter(
@@ -263,6 +265,34 @@ async def test_what_cannot_be_honoured_is_a_400_naming_the_parameter(
     assert error["param"] == param
     assert param.split(".", maxsplit=1)[0] in error["message"]
     assert upstream.bodies == []
+
+
+async def test_reasoning_effort_follows_the_rule_of_llm_reasoning_effort(
+    tmp_path: Path, connect: Connect
+) -> None:
+    found = fixture("plain", [([QUESTION], answer_body(ANSWER))])
+    async with MockServer([found]) as mock:
+        client, upstream = connect(mock, persona_file(tmp_path / "p", extra='model = "glm-5.3"'))
+        await client.chat.completions.create(
+            model="tutor",
+            messages=[QUESTION],  # type: ignore[list-item]
+            reasoning_effort="high",
+        )
+        with pytest.raises(openai.BadRequestError) as caught:
+            await client.chat.completions.create(
+                model="tutor",
+                messages=[QUESTION],  # type: ignore[list-item]
+                reasoning_effort="medium",
+            )
+    assert upstream.bodies[0]["reasoning_effort"] == "high"
+    assert len(upstream.bodies) == 1
+    error = caught.value.body
+    assert isinstance(error, dict)
+    # The words LLM_REASONING_EFFORT=medium gets at start-up, with the values the model takes.
+    assert error["message"] == (
+        "reasoning_effort: reasoning_effort=medium: GLM-5.3 (the persona's model=glm-5.3) "
+        "takes only low, high, max"
+    )
 
 
 async def test_include_usage_adds_the_usage_chunk(tmp_path: Path, connect: Connect) -> None:

@@ -109,3 +109,42 @@ def test_sign_in_own_chats_switcher_and_sign_out(
     alice.screenshot(shots / "desktop-admin-switcher.png")
     switcher.select_by_value("bob")
     _wait_titles(alice, [PERCENT])
+
+
+def test_a_wrong_or_revoked_key_says_why_sign_in_failed(
+    browser: Any, stack: tuple[Process, dict[str, str]]
+) -> None:
+    bot, keys = stack
+    page = Page(browser, bot.url)
+    browser.get(bot.url + "/")
+    box = page.wait.until(ec.visibility_of_element_located((By.ID, "token")))
+    # A first visit tried no key: nothing failed yet.
+    assert not page.find("#token-error").is_displayed()
+    # Sending before signing in says to sign in, not to pick a persona.
+    page.ask(CAPITAL)
+    page.wait.until(lambda d: page.find("#status").text != "")
+    assert page.find("#status").text == "Sign in first: enter your API key above, then send."
+
+    box.send_keys("gfk_000000000000_" + "0" * 32, Keys.ENTER)
+    page.wait.until(lambda d: page.find("#token-error").is_displayed())
+    assert page.find("#token-error").text.startswith(
+        "Sign-in failed: the API key is missing, wrong or revoked."
+    )
+    assert browser.execute_script("return sessionStorage.getItem('gf-token')") is None
+
+    # The right key signs in and the failure is gone; signing out says nothing failed.
+    page.find("#token").send_keys(keys["alice"], Keys.ENTER)
+    page.wait.until(lambda d: page.find("#who").text == "Signed in as alice")
+    assert not page.find("#token-error").is_displayed()
+    page.find("#sign-out").click()
+    page.wait.until(ec.visibility_of_element_located((By.ID, "token")))
+    assert not page.find("#token-error").is_displayed()
+
+    # A revoked key is refused with the same words.
+    subprocess.run(
+        [sys.executable, "-m", "generic_framework", "keys", "revoke", keys["bob"]],
+        env=bot.env, cwd=REPO, timeout=60, check=True, capture_output=True,
+    )  # fmt: skip
+    page.find("#token").send_keys(keys["bob"], Keys.ENTER)
+    page.wait.until(lambda d: page.find("#token-error").is_displayed())
+    assert "wrong or revoked" in page.find("#token-error").text

@@ -243,8 +243,8 @@ def test_env_example_lists_every_telegram_setting_closed_by_default() -> None:
 
 
 def test_the_readme_walks_from_botfather_to_a_running_bot() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("\n## Telegram\n", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "chat-platforms.md").read_text()
+    section = page.split("\n## Telegram\n", 1)[1].split("\n## ", 1)[0]
     for needed in ("/newbot", "make env TELEGRAM_BOT_TOKEN", "TELEGRAM_ALLOWED_USERS",
                    "generic-framework telegram", "docker compose --profile telegram up -d",
                    "/start", "/help", "/new", "/persona", "/usage", "//", "privacy mode",

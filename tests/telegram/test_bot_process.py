@@ -123,3 +123,41 @@ def test_the_polling_process_serves_its_metrics_when_asked(
     assert 'outcome="received"} 2.0' in text
     with pytest.raises(httpx.ConnectError):  # the server stopped with the bot
         httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+
+
+def test_empty_allowlists_are_warned_of_at_start(
+    tmp_path: Path, mock: Process, fake_bot_api: FakeBotAPI
+) -> None:
+    env = bot_env(tmp_path, mock, fake_bot_api)
+    del env["TELEGRAM_ALLOWED_USERS"]
+    with BotProcess(env, tmp_path / "bot.log", fake_bot_api) as bot:
+        fake_bot_api.push(fake_bot_api.text("hello"))
+        # The stranger's reply comes once start-up is over, its warning written.
+        fake_bot_api.wait_for(
+            lambda c: c.method == "sendMessage" and "TELEGRAM_ALLOWED_USERS" in c.params["text"]
+        )
+    warned = [line for line in bot.text().splitlines() if "both empty" in line]
+    assert len(warned) == 1
+    assert "lets nobody in" in warned[0] and "TELEGRAM_ALLOWED_USERS=" in warned[0]
+
+
+def test_the_question_help_suggests_is_answered_offline(
+    tmp_path: Path, mock: Process, fake_bot_api: FakeBotAPI
+) -> None:
+    env = bot_env(tmp_path, mock, fake_bot_api)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        del env[name]
+    with BotProcess(env, tmp_path / "bot.log", fake_bot_api):
+        fake_bot_api.push(fake_bot_api.text("/help"))
+        helped = fake_bot_api.wait_for(
+            lambda c: c.method == "sendMessage" and "for example: " in c.params["text"]
+        )
+        suggested = helped.params["text"].split("for example: ")[1].splitlines()[0].strip()
+        assert suggested.startswith("//")
+        fake_bot_api.push(fake_bot_api.text(suggested))
+        fake_bot_api.wait_for(
+            lambda c: (
+                c.method in ("sendMessage", "editMessageText")
+                and "Nanaimo is mild" in c.params["text"]
+            )
+        )

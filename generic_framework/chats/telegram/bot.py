@@ -119,6 +119,12 @@ class TelegramBot:
         await self.handlers.delivery.send("setMyCommands", lambda: bot.set_my_commands(commands))
         await self.application.start()
         logger.info("Telegram bot @%s ready", bot.username)
+        if access.users == frozenset() and access.chats == frozenset():
+            logger.warning(
+                "TELEGRAM_ALLOWED_USERS and TELEGRAM_ALLOWED_CHATS are both empty: the bot lets "
+                "nobody in. A stranger's reply shows their user id; let them in with "
+                "make env TELEGRAM_ALLOWED_USERS=ID (comma-separated; * = anyone), then restart"
+            )
 
     async def stop(self, grace: float) -> None:
         """Finish the updates under way (at most ``grace`` seconds), then stop."""

@@ -283,13 +283,26 @@ function statusProblem(problem) {
   showProblem($("status"), problem);
 }
 
-function askToken(retry) {
+// reason: why the key that was tried did not sign in (a wrong, revoked or expired key), shown
+// beside the form; none on a first visit, when no key was tried yet.
+function askToken(retry, reason = "") {
   const form = $("token-form");
   signedOutView();
+  const tried = Boolean(state.token);
+  if (tried) { // a refused key is not tried again on reload
+    state.token = "";
+    sessionStorage.removeItem("gf-token");
+  }
+  const problem = $("token-error");
+  problem.textContent = tried && reason
+    ? `Sign-in failed: ${reason}. Check the key (or ask the bot's admin for a new one) and try again.`
+    : "";
+  problem.hidden = !problem.textContent;
   form.hidden = false;
   $("token").focus();
   form.onsubmit = (event) => {
     event.preventDefault();
+    problem.hidden = true;
     state.token = $("token").value.trim();
     $("token").value = ""; // the key stays in sessionStorage only, not in the page
     sessionStorage.setItem("gf-token", state.token);
@@ -300,7 +313,7 @@ function askToken(retry) {
 }
 
 function handle(error, retry = start) {
-  if (error instanceof AuthNeeded) askToken(retry);
+  if (error instanceof AuthNeeded) askToken(retry, error.message);
   else if (error instanceof Problem) statusProblem(error);
   else statusProblem(new Problem("The page hit an unexpected problem.", String(error)));
 }
@@ -549,7 +562,11 @@ function composed(text) {
 
 async function send(text) {
   const persona = $("persona").value;
-  if (!persona) { setStatus("Pick a persona first."); return; }
+  if (!persona) {
+    setStatus($("token-form").hidden ? "Pick a persona first."
+      : "Sign in first: enter your API key above, then send.");
+    return;
+  }
   if (!state.conversation) remember(newConversationId());
   $("examples-menu").open = false;
   clearLastActions();
@@ -573,7 +590,7 @@ async function send(text) {
     else if (error instanceof AuthNeeded) {
       userDiv.remove();
       answer.div.remove();
-      askToken(() => submit(text));
+      askToken(() => submit(text), error.message);
     } else if (error instanceof Problem) answer.fail(error);
     else answer.fail(new Problem("The answer was interrupted; try again.", String(error)));
   } finally {
