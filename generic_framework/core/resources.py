@@ -139,7 +139,7 @@ class Resources:
                 pool_size=self.settings.database_pool_size,
                 pool_timeout=self.settings.database_pool_timeout,
                 # A PostgreSQL database is initialised once, by `db upgrade`: never quietly
-                # here, where an empty one is most often a lost volume (docs/design/0324).
+                # here, where an empty one is most often a lost volume (docs/design/0325).
                 create=False,
             )
             self._opened.append(self._store)

@@ -87,7 +87,7 @@ def open_store(
         pool_timeout: seconds a PostgreSQL request waits for a connection (the store's
             default when ``None``).
         create: give a PostgreSQL database that was never initialised its schema; when
-            false it is refused (docs/design/0324). SQLite always creates its file's schema.
+            false it is refused (docs/design/0325). SQLite always creates its file's schema.
 
     Raises:
         ValueError: the URL's scheme is neither.

@@ -121,7 +121,7 @@ class PostgresStore(PostgresUsers, PostgresChats):
             (``DATABASE_POOL_TIMEOUT``), and the longest a statement runs; with the server
             hung a call fails within ``2 * pool_timeout + 1`` s (:mod:`~.postgres_bounds`).
         create: give a database that was never initialised its schema; when false, such a
-            database is refused with :class:`StoreUnavailableError` (docs/design/0324).
+            database is refused with :class:`StoreUnavailableError` (docs/design/0325).
     """
 
     def __init__(

@@ -74,5 +74,5 @@ def translated(where: str) -> Iterator[None]:
         raise unavailable(exc, where) from exc
     except psycopg.errors.UndefinedTable as exc:
         # The schema vanished under a running replica: PostgreSQL came back on an empty
-        # volume. Not an empty answer, and not a new schema (docs/design/0324).
+        # volume. Not an empty answer, and not a new schema (docs/design/0325).
         raise not_initialised() from exc

@@ -145,7 +145,7 @@ async def migrate(conn: Any, *, create: bool = True) -> list[int]:
     transaction); return the versions applied here (empty when another process did).
 
     With ``create`` false, a database that was never initialised (no schema at all) is
-    refused instead of given a new, empty schema (docs/design/0324): the service's replicas
+    refused instead of given a new, empty schema (docs/design/0325): the service's replicas
     open the store so, and ``generic-framework db upgrade`` initialises a new deployment.
 
     Raises:

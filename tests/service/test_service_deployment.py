@@ -251,7 +251,7 @@ def test_the_scale_profile_needs_database_url_and_initialises_it(
     services = compose["services"]
     check = services["scale-check"]
     # Whether it is set, from compose's own reading of .env; the URL itself from .env, for
-    # `db upgrade` once PostgreSQL is healthy (the replicas never create the schema: 0324).
+    # `db upgrade` once PostgreSQL is healthy (the replicas never create the schema: 0325).
     assert check["environment"] == {"DATABASE_URL_SET": "${DATABASE_URL:+yes}"}
     assert check["env_file"] == services["bot"]["env_file"]
     assert check["depends_on"] == {"postgres": {"condition": "service_healthy"}}

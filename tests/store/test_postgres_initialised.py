@@ -1,5 +1,5 @@
 """A database never initialised for this deployment is refused by the service's store, not
-given a new, empty schema (docs/design/0324): an empty database where one was expected is most
+given a new, empty schema (docs/design/0325): an empty database where one was expected is most
 often a lost volume or PostgreSQL started on another machine. ``db upgrade`` initialises a new
 deployment; SQLite's first start still creates its file."""
 
