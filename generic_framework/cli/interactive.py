@@ -194,9 +194,8 @@ async def _command(session: _Session, text: str) -> bool:
         _switch_persona(session, arg.strip())
     elif name == "/persona":
         names = ", ".join(sorted(session.runtime.specs()))
-        err(
-            f"(talking to {session.persona.spec.name}; personas: {names}; switch with /persona NAME)"
-        )
+        current = session.persona.spec.name
+        err(f"(talking to {current}; personas: {names}; switch with /persona NAME)")
     elif name == "/history":
         await _print_history(session)
     elif name == "/help":
