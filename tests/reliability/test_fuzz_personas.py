@@ -189,7 +189,7 @@ def test_any_persona_file_loads_or_names_the_file(
 def test_the_property_reaches_both_outcomes(tmp_path: Path) -> None:
     good = tmp_path / "good.toml"
     good.write_text(toml_document({"system_prompt": "Hi", "temperature": 0.5, "tools": []}))
-    assert load_persona(good, settings=Settings.defaults()).temperature == 0.5
+    assert load_persona(good, settings=Settings.defaults()).spec.temperature == 0.5
     bad = tmp_path / "bad.toml"
     bad.write_text(toml_document({"system_prompt": "Hi", "temperature": math.nan}))
     with pytest.raises(ConfigError, match="temperature: must be a finite number"):
