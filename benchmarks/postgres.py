@@ -17,6 +17,7 @@ import pwd
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -81,6 +82,20 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _initialise(url: str, cwd: Path) -> None:
+    """Give the new cluster the project's schema with ``generic-framework db upgrade``, as an
+    operator does for a new deployment: the measured processes open it as replicas do, which
+    never create it (docs/design/0325). A process of its own, so that a caller already in an
+    event loop can use the server too."""
+    env = {**os.environ, "DATABASE_URL": url}
+    done = subprocess.run(
+        [sys.executable, "-m", "generic_framework", "db", "upgrade"],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"db upgrade failed: {done.stderr.strip()[-500:]}")
+
+
 @contextlib.contextmanager
 def throwaway() -> Iterator[str]:
     """Start a fresh cluster and yield its URL; stop and delete it afterwards.
@@ -106,7 +121,9 @@ def throwaway() -> Iterator[str]:
                     "-w", "-t", "60", "start")  # fmt: skip
         if done.returncode != 0:
             raise RuntimeError(f"pg_ctl start failed: {done.stderr.strip()[-500:]}")
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        _initialise(url, root)
+        yield url
     finally:
         _run(root, "pg_ctl", "-D", str(data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(root, ignore_errors=True)
