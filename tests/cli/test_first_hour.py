@@ -10,6 +10,8 @@ from support import run_cli
 
 pytestmark = pytest.mark.e2e
 
+ROOT = Path(__file__).resolve().parents[2]
+
 NO_DRIVER = (
     "error: DATABASE_URL names PostgreSQL but psycopg is not installed: "
     "pip install 'generic-framework[postgres]'"
@@ -93,3 +95,19 @@ def test_interactive_persona_without_a_name_and_an_unknown_command(env: dict[str
         result.stderr
     )
     assert "error: unknown command /bogus; the commands are /persona NAME" in result.stderr
+
+
+def test_the_command_reference_names_every_command(env: dict[str, str]) -> None:
+    helped = run(["--help"], env).stdout
+    listed = helped.split("Commands:", 1)[1].split("Exit codes", 1)[0]
+    commands = [line.split()[0] for line in listed.splitlines() if line.strip()]
+    assert "telegram" in commands
+    reference = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    synopsis = reference.split("```text", 1)[1].split("```", 1)[0]
+    assert [c for c in commands if f"generic-framework {c}" not in synopsis] == []
+
+
+def test_key_ids_are_described_as_they_are() -> None:
+    # A key's public id is 12 hex characters (store/users.py), not digits.
+    users = (ROOT / "docs" / "users.md").read_text(encoding="utf-8")
+    assert "12-digit" not in users and "12 hex characters" in users
