@@ -213,7 +213,7 @@ async def test_a_version_6_postgres_database_is_migrated_keeping_its_data(
 
     from generic_framework.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 
-    url = postgres_server.create_database()
+    url = postgres_server.create_database(initialised=False)
     with psycopg.connect(url, autocommit=True) as conn:  # a database left at version 6
         conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY,"
                      " applied_at timestamptz NOT NULL DEFAULT now())")  # fmt: skip

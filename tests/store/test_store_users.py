@@ -190,7 +190,7 @@ async def test_an_old_postgres_database_gives_its_conversations_to_the_bootstrap
 
     from generic_framework.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 
-    url = postgres_server.create_database()
+    url = postgres_server.create_database(initialised=False)
     with psycopg.connect(url, autocommit=True) as conn:  # a database left at version 4
         conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY,"
                      " applied_at timestamptz NOT NULL DEFAULT now())")  # fmt: skip
