@@ -9,6 +9,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -146,6 +147,36 @@ def until(check: Callable[[], bool], what: str, seconds: float = 30.0) -> None:
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
         time.sleep(0.02)
+
+
+class Lines:
+    """A process's text pipe read line by line in a thread, so that a test can wait for a line
+    (:meth:`wait`) and still read the whole of it after the process ends (:meth:`text`)."""
+
+    def __init__(self, pipe: Any) -> None:
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: Any) -> None:
+        with pipe:
+            for line in pipe:
+                self.lines.append(line)
+
+    def wait(self, text: str, seconds: float = 60.0) -> None:
+        """Until a line holds ``text`` (fail after ``seconds``, or when the pipe closes first)."""
+
+        def seen() -> bool:
+            found = any(text in line for line in self.lines)
+            assert found or self._thread.is_alive(), f"the pipe closed without {text!r}"
+            return found
+
+        until(seen, f"a line with {text!r}", seconds)
+
+    def text(self, seconds: float = 30.0) -> str:
+        """All of it, once the pipe has closed (the process ended)."""
+        self._thread.join(seconds)
+        return "".join(self.lines)
 
 
 async def wait_for(check: Callable[[], bool], what: str = "", seconds: float = 10.0) -> None:

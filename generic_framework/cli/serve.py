@@ -39,16 +39,20 @@ def run_serve(
 
     code = run_command(serve, bot_host=host, bot_port=port)
     if code == EXIT_USAGE and stay_on_config_error:
-        err(
+        wait_for_stop(
             "configuration error: not exiting until stopped, so no restart policy retries it; "
             "fix the setting, then recreate the service (docker compose up -d)"
         )
-        wait_for_stop()
     return code
 
 
-def wait_for_stop() -> None:
-    """Block until SIGTERM or SIGINT arrives (``docker stop``, Ctrl-C)."""
+def wait_for_stop(notice: str) -> None:
+    """Say ``notice``, then block until SIGTERM or SIGINT arrives (``docker stop``, Ctrl-C).
+
+    The signals are blocked before the notice is printed: whoever stops the process on seeing
+    it (an orchestrator, a test) cannot catch it before it waits, which would end it by the
+    signal's default action instead of exit 2."""
     stop = {signal.SIGTERM, signal.SIGINT}
     signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+    err(notice)
     signal.sigwait(stop)

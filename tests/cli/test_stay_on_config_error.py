@@ -9,10 +9,10 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from support import Lines
 
 pytestmark = pytest.mark.e2e
 
@@ -31,14 +31,15 @@ def test_a_configuration_error_waits_to_be_stopped_then_exits_2(
         env={**env, "PERSONAS_DIR": str(empty)},
         cwd=ROOT,
     )
+    err = Lines(proc.stderr)
     try:
-        time.sleep(3)
+        err.wait("configuration error: not exiting until stopped")
         assert proc.poll() is None  # still there: nothing for a restart policy to retry
     finally:
         proc.send_signal(signal.SIGTERM)
-        stderr = proc.communicate(timeout=30)[1]
+        proc.wait(timeout=30)
     assert proc.returncode == 2
-    lines = stderr.splitlines()
+    lines = err.text().splitlines()
     assert lines[0].startswith("error: no persona files (*.toml) in ")
     assert lines[1].startswith("configuration error: not exiting until stopped")
 

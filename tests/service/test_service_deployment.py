@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from support import listening_sockets
+from support import Lines, listening_sockets
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (a dev dependency) reads docker-compose.yml")
 
@@ -233,12 +233,17 @@ def test_without_a_key_or_a_running_mock_the_bot_says_what_to_do_and_waits_to_be
         stderr=subprocess.PIPE,
         text=True,
     )
+    err = Lines(proc.stderr)
     try:
-        time.sleep(3)
+        err.wait("configuration error: not exiting until stopped")
         assert proc.poll() is None
     finally:
         proc.send_signal(signal.SIGTERM)
-        stdout, stderr = proc.communicate(timeout=30)
+        assert proc.stdout is not None
+        with proc.stdout:
+            stdout = proc.stdout.read()
+        proc.wait(timeout=30)
+    stderr = err.text()
     assert proc.returncode == 2 and stdout == ""
     assert "set OPENAI_API_KEY in .env" in stderr
     assert "docker compose --profile mock up" in stderr

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import Lines
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (a dev dependency) reads docker-compose.yml")
 
@@ -207,11 +208,17 @@ def test_a_configuration_error_waits_to_be_stopped_instead_of_restarting(
     # Exit 2 (a setting, or another process polling the same bot) would fail again at once,
     # and a restarted poller would cut the other one off each time: the container waits.
     proc, out = _start(services, tmp_path, mode, env)
+    err = Lines(proc.stderr)
     try:
-        time.sleep(3)
+        err.wait("configuration error: not exiting until stopped")
         assert proc.poll() is None
     finally:
-        stdout, stderr = _stop(proc)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.stdout is not None
+        with proc.stdout:
+            stdout = proc.stdout.read()
+        proc.wait(timeout=30)
+    stderr = err.text()
     assert proc.returncode == 2 and stdout == ""
     assert says in stderr
     assert "configuration error: not exiting until stopped" in stderr
