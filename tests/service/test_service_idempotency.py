@@ -245,9 +245,13 @@ def test_two_services_on_one_postgresql_run_a_raced_key_once(
                 thread.start()
             for thread in threads:
                 thread.join(30)
+            # One runs; the others get 409 while it runs, or its answer once it has finished
+            # (on a busy machine some arrive after the 400 ms turn): never a second run.
             statuses = sorted(r.status_code for r in results)
-            assert statuses == [200] + [409] * 7, statuses
-            ran = next(r for r in results if r.status_code == 200)
+            assert len(statuses) == 8 and set(statuses) <= {200, 409}, statuses
+            answered = [r for r in results if r.status_code == 200]
+            ran = answered[0]
+            assert all(r.content == ran.content for r in answered)
             for bot in (one, two):
                 replay = _turn(bot, cid, key)
                 assert replay.status_code == 200 and replay.content == ran.content
