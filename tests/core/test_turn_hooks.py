@@ -4,6 +4,7 @@ turn with nothing to count and no hook registered runs the persona without any."
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,11 @@ import pytest
 
 from generic_framework.config import Settings
 from generic_framework.core.account import TurnAccount
-from generic_framework.core.events import Done, TextDelta
+from generic_framework.core.events import Done, ToolFinished
 from generic_framework.core.hooks import HookChain, TurnHooks
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply, ToolResult
+from generic_framework.core.spec import PersonaSpec
 from generic_framework.runtime import Runtime
 from generic_framework.testing import FunctionModel, tool_call
 from generic_framework.tools.examples import calculate
@@ -84,14 +86,25 @@ async def test_on_end_fires_once_for_a_failed_and_an_abandoned_turn(tmp_path: Pa
     ends = [value for kind, value in failing.seen if kind == "end"]
     assert len(ends) == 1 and ends[0][0] == "error" and ends[0][1] > 0
 
+    # The reader leaves while the second call runs: the turn is cancelled, and its end carries
+    # the first call's billed tokens.
+    never = asyncio.Event()
+
+    async def answering(request: ChatRequest) -> Any:
+        if request.messages[-1].role != "tool":
+            return [tool_call("calculate", {"expression": "2 + 2"})]
+        await never.wait()
+        return "four"
+
     left = Journal()
-    async with _runtime(tmp_path, FunctionModel(lambda r: "a long answer")) as runtime:
-        events = _helper(runtime).stream("hello", hooks=left)
+    async with _runtime(tmp_path, FunctionModel(answering)) as runtime:
+        events = _helper(runtime).stream("2 + 2?", hooks=left)
         async with contextlib.aclosing(events) as stream:
             async for event in stream:
-                if isinstance(event, TextDelta):
-                    break  # the reader leaves mid-answer
-    assert [value for kind, value in left.seen if kind == "end"] == [("cancelled", 0)]
+                if isinstance(event, ToolFinished):
+                    break  # the reader leaves mid-turn
+    ends = [value for kind, value in left.seen if kind == "end"]
+    assert len(ends) == 1 and ends[0][0] == "cancelled" and ends[0][1] > 0
 
 
 async def test_a_chain_calls_every_hook_in_order(tmp_path: Path) -> None:
@@ -104,7 +117,7 @@ async def test_a_chain_calls_every_hook_in_order(tmp_path: Path) -> None:
 class Recording:
     """A persona that records the keyword arguments each turn gets."""
 
-    name = "recording"
+    spec = PersonaSpec(name="recording", system_prompt="")
 
     def __init__(self) -> None:
         self.kwargs: list[dict[str, Any]] = []
