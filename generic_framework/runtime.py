@@ -130,6 +130,8 @@ class Runtime(Resources):
             (:meth:`from_env`, the CLI and the service pass ``os.environ``; none otherwise).
         specs: the personas by name, already read (:func:`read_specs`) or built in code;
             ``personas_dir`` is then not read.
+        offline: the upstream is the embedded mock of the offline demo: stored turns are
+            marked as not billed (see :class:`~generic_framework.core.resources.Resources`).
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class Runtime(Resources):
         telemetry: Telemetry | None = None,
         environ: Mapping[str, str] | None = None,
         specs: Mapping[str, PersonaSpec] | None = None,
+        offline: bool = False,
     ) -> None:
         super().__init__(
             settings,
@@ -153,6 +156,7 @@ class Runtime(Resources):
             transport=transport,
             telemetry=telemetry,
             environ=environ,
+            offline=offline,
         )
         self.personas_dir = Path(personas_dir or self.settings.personas_dir)
         self._specs: dict[str, PersonaSpec] | None = dict(specs) if specs is not None else None

@@ -18,6 +18,11 @@ Cached tokens are part of the prompt tokens and reasoning tokens part of the com
 (that is how Z.AI reports them), so neither is counted twice; reasoning is shown, not priced
 apart. A row whose model has no price is counted, left out of the cost, and named in
 :attr:`UsageReport.unpriced_models`.
+
+A turn the embedded mock of the offline demo answered (:attr:`UsageRow.offline`: no API key, or
+``--mock``) was never billed: its tokens and searches are the fixtures' numbers. It is left out
+of every group and the total and counted on a line of its own
+(:attr:`UsageReport.offline_turns`), so the totals match what Z.AI bills (docs/design/0326).
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ class UsageRow:
         web_searches: web searches the turn made.
         user: who asked (a user name; the conversation's owner for a turn stored before users
             existed).
+        offline: the embedded mock of the offline demo answered (not billed, not totalled).
     """
 
     when: datetime
@@ -79,6 +85,7 @@ class UsageRow:
     reasoning_tokens: int = 0
     web_searches: int = 0
     user: str = ""
+    offline: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +161,8 @@ class UsageGroup:
 
 @dataclass(slots=True)
 class UsageReport:
-    """Groups in key order, their total, and how the cost was estimated."""
+    """Groups in key order, their total, how the cost was estimated, and the turns of the
+    offline demo left out of both (``offline_turns``)."""
 
     by: GroupBy
     since: date | None
@@ -162,6 +170,7 @@ class UsageReport:
     total: UsageGroup
     prices: PriceTable | None = None
     unpriced_models: list[str] = field(default_factory=list)
+    offline_turns: int = 0
 
 
 def summarize(
@@ -173,7 +182,7 @@ def summarize(
     tz: tzinfo = UTC,
 ) -> UsageReport:
     """Group ``rows`` by persona, model, day (in ``tz``) or user, from ``since`` on, and price
-    them.
+    them; rows the embedded mock answered (``offline``) are only counted.
 
     Args:
         rows: one per turn, in any order.
@@ -185,9 +194,13 @@ def summarize(
     groups: dict[str, UsageGroup] = {}
     total = UsageGroup("total")
     unpriced: set[str] = set()
+    offline = 0
     for row in rows:
         day = _day(row.when, tz)
         if since is not None and day < since:
+            continue
+        if row.offline:
+            offline += 1
             continue
         key = {
             "persona": row.persona,
@@ -201,7 +214,7 @@ def summarize(
         groups.setdefault(key, UsageGroup(key)).add(row, cost)
         total.add(row, cost)
     ordered = [groups[key] for key in sorted(groups)]
-    return UsageReport(by, since, ordered, total, prices, sorted(unpriced))
+    return UsageReport(by, since, ordered, total, prices, sorted(unpriced), offline)
 
 
 def _day(when: datetime, tz: tzinfo) -> date:
@@ -320,6 +333,7 @@ def report_data(report: UsageReport) -> dict[str, Any]:
         "unpriced_models": report.unpriced_models,
         "groups": [{report.by: g.key, **_group_json(g)} for g in report.groups],
         "total": _group_json(report.total),
+        "offline_turns": report.offline_turns,
     }
 
 
@@ -341,7 +355,8 @@ def _cells(group: UsageGroup) -> list[str]:
 
 
 def render_table(report: UsageReport) -> str:
-    """The report as a plain-text table with a total line and a note on the cost."""
+    """The report as a plain-text table with a total line, a note on the cost and, when there
+    were any, the offline demo's turns (left out of the table)."""
     rows = [[report.by, *_COLUMNS], *(_cells(g) for g in report.groups), _cells(report.total)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
 
@@ -351,6 +366,11 @@ def render_table(report: UsageReport) -> str:
 
     out = [line(rows[0]), *(line(r) for r in rows[1:-1]), "-" * len(line(rows[0])), line(rows[-1])]
     out.append(_cost_note(report))
+    if report.offline_turns:
+        out.append(
+            f"offline demo turns: {report.offline_turns:,}, not billed "
+            "(answered by the embedded mock; not in the totals)"
+        )
     return "\n".join(out)
 
 

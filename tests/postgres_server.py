@@ -105,10 +105,13 @@ class PostgresServer:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self, prefix: str = "t", *, initialised: bool = True) -> str:
+    def create_database(
+        self, prefix: str = "t", *, initialised: bool = True, version: int | None = None
+    ) -> str:
         """A fresh database, its schema applied as ``generic-framework db upgrade`` does for a
         new deployment (the service's replicas refuse a database never initialised), or
-        empty with ``initialised=False``; its URL."""
+        empty with ``initialised=False``, or left at schema ``version`` as an older release
+        left it (the migration tests); its URL."""
         import psycopg
 
         from generic_framework.store.postgres_schema import MIGRATIONS
@@ -123,10 +126,11 @@ class PostgresServer:
                     "CREATE TABLE schema_migrations (version integer PRIMARY KEY,"
                     " applied_at timestamptz NOT NULL DEFAULT now())"
                 )
-                for version, statements in enumerate(MIGRATIONS, start=1):
+                applied = MIGRATIONS if version is None else MIGRATIONS[:version]
+                for number, statements in enumerate(applied, start=1):
                     for statement in statements:
                         conn.execute(statement)
-                    conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
+                    conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (number,))
         return self.url(name)
 
     def query(self, url: str, sql: str, *params: object) -> list[tuple[object, ...]]:

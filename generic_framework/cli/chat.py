@@ -50,7 +50,7 @@ def run_chat(options: ChatOptions) -> int:
         with upstream(settings, options.mock) as (active, offline):
             if offline:
                 err(offline_notice(options.mock))
-            runtime = open_runtime(active, specs)
+            runtime = open_runtime(active, specs, offline=offline)
             if options.message is None:
                 return interactive(runtime, options.persona, options.conversation, offline)
             return _one_shot(runtime, options.message, options, offline)

@@ -93,13 +93,16 @@ def load_settings(**overrides: Any) -> Settings:
     return settings
 
 
-def open_runtime(settings: Settings, specs: Mapping[str, PersonaSpec] | None = None) -> Runtime:
+def open_runtime(
+    settings: Settings, specs: Mapping[str, PersonaSpec] | None = None, *, offline: bool = False
+) -> Runtime:
     """The command's one runtime: ``settings``, the process environment for ``${VAR}`` in
-    persona files' MCP servers (the CLI is where the environment is read), and the persona
-    ``specs`` when the command has read them already (else it reads ``PERSONAS_DIR``)."""
+    persona files' MCP servers (the CLI is where the environment is read), the persona
+    ``specs`` when the command has read them already (else it reads ``PERSONAS_DIR``), and
+    ``offline`` when ``settings`` point at the embedded mock (its turns are stored so)."""
     from generic_framework.runtime import Runtime  # not for `mock` or `--help`: keep them light
 
-    return Runtime(settings, environ=os.environ, specs=specs)
+    return Runtime(settings, environ=os.environ, specs=specs, offline=offline)
 
 
 def persona_specs(settings: Settings, persona: str | None) -> dict[str, PersonaSpec]:

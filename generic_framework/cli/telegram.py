@@ -65,7 +65,7 @@ async def _serve(
     specs: Mapping[str, PersonaSpec],
     offline: bool,
 ) -> int:
-    async with open_runtime(settings, specs) as runtime:
+    async with open_runtime(settings, specs, offline=offline) as runtime:
         await runtime.store.open()
         bot = TelegramBot(runtime, telegram, polling=True, offline=offline)
         try:

@@ -4,7 +4,8 @@ Every turn stored with a record (input, model, usage, web searches...) is one
 :class:`~generic_framework.usage.UsageRow`; :func:`~generic_framework.usage.summarize` groups
 them by persona, model or day and prices them from the operator's TOML table when one is given
 (no built-in prices). Turns stored before records were kept carry no usage and are counted
-apart. The store is read one conversation at a time.
+apart; turns the embedded mock of the offline demo answered are left out of the totals and
+counted on a line of their own (not billed). The store is read one conversation at a time.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def row_of(turn: StoredTurn, owner: str = "") -> UsageRow | None:
         reasoning_tokens=record.reasoning_tokens,
         web_searches=record.web_searches,
         user=record.user_id or owner,
+        offline=record.offline,
     )
 
 

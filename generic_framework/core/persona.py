@@ -354,7 +354,9 @@ class Persona(TurnEngine):
                 )
                 end = await self._loop(turn, stream, events)
                 if end.store and held is not None:
-                    record = turn_record(text, end.reply, watch.account, caller)
+                    record = turn_record(
+                        text, end.reply, watch.account, caller, offline=self.runtime.offline
+                    )
                     await held.append_turn(self.spec.name, turn.new, record)
         except BaseException as exc:
             watch.failed(exc)

@@ -81,6 +81,9 @@ class Resources:
         environ: where ``${VAR}`` in persona files' MCP servers is looked up; whoever read the
             environment passes it (``Runtime.from_env()``, the CLI, the service). Empty when
             omitted: library objects never read ``os.environ`` themselves.
+        offline: the upstream is the embedded mock of the offline demo (the CLI's and the
+            service's edge decide it: no API key, or ``--mock``); every stored turn's record
+            says so, and ``usage`` counts such turns apart (docs/design/0326).
     """
 
     def __init__(
@@ -93,8 +96,10 @@ class Resources:
         transport: httpx.AsyncBaseTransport | None = None,
         telemetry: Telemetry | None = None,
         environ: Mapping[str, str] | None = None,
+        offline: bool = False,
     ) -> None:
         self.settings = settings if settings is not None else Settings.defaults()
+        self.offline = offline
         self._model = model
         self.locks = ConversationLocks()
         if telemetry is None:

@@ -30,12 +30,18 @@ logger = logging.getLogger("generic_framework.persona")
 
 
 def turn_record(
-    text: str, reply: Reply, account: TurnAccount, caller: Caller | None = None
+    text: str,
+    reply: Reply,
+    account: TurnAccount,
+    caller: Caller | None = None,
+    *,
+    offline: bool = False,
 ) -> TurnRecord:
     """What the store keeps beside a turn's messages: ``text`` as typed (``//`` included),
     the reply's model, stop reason and sources, the numbers of the turn's ``account``
     (the same the reply, the metrics and the log line show), timed from the turn's beginning,
-    and who asked (``caller``'s user and key ids)."""
+    who asked (``caller``'s user and key ids), and whether the embedded mock answered
+    (``offline``)."""
     return TurnRecord(
         input=text,
         model=reply.model,
@@ -52,6 +58,7 @@ def turn_record(
         round_ms=tuple(round(ms, 1) for ms in account.round_ms),
         user_id=caller.user.id if caller is not None else "",
         key_id=caller.key_id if caller is not None else "",
+        offline=offline,
     )
 
 

@@ -219,15 +219,18 @@ def _routes() -> list[Route | Mount]:
     ]
 
 
-def _own_runtime(settings: Settings, environ: Mapping[str, str] | None) -> Runtime:
-    """The runtime of an app given none; DATA_DIR is created now, so /readyz can check it."""
+def _own_runtime(
+    settings: Settings, environ: Mapping[str, str] | None, *, offline: bool = False
+) -> Runtime:
+    """The runtime of an app given none (``offline``: on the embedded mock, its turns stored
+    so); DATA_DIR is created now, so /readyz can check it."""
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(
             f"cannot create DATA_DIR {str(settings.data_dir)!r} ({exc}); check DATA_DIR"
         ) from exc
-    return Runtime(settings, environ=environ)
+    return Runtime(settings, environ=environ, offline=offline)
 
 
 def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dict[str, PersonaLike]:
@@ -277,7 +280,11 @@ def _lifespan(
 
 
 def _the_runtime(
-    settings: Settings | None, runtime: Runtime | None, environ: Mapping[str, str] | None
+    settings: Settings | None,
+    runtime: Runtime | None,
+    environ: Mapping[str, str] | None,
+    *,
+    offline: bool = False,
 ) -> Runtime:
     """The given runtime, or one the app builds (from the environment without settings)."""
     if runtime is not None:
@@ -286,7 +293,7 @@ def _the_runtime(
         return runtime
     if settings is None:
         settings, environ = Settings(), os.environ if environ is None else environ
-    return _own_runtime(settings, environ)
+    return _own_runtime(settings, environ, offline=offline)
 
 
 def _state(
@@ -367,7 +374,8 @@ def create_app(
             builds; ``os.environ`` when ``settings`` is omitted too (the app then reads the
             environment anyway), none otherwise.
         offline: the upstream is the embedded mock (``serve`` without a key): ``GET /v1/bot``
-            says so and lists its recorded questions.
+            says so and lists its recorded questions, and a runtime the app builds stores its
+            turns as offline (a borrowed runtime's own ``offline`` decides that).
         telegram: the Telegram settings of a bot whose updates come by webhook
             (``TELEGRAM_WEBHOOK_URL`` and ``TELEGRAM_WEBHOOK_SECRET``): the app receives them
             at the webhook's path (chats/telegram/webhook.py).
@@ -379,7 +387,7 @@ def create_app(
             runtime.
     """
     owns = runtime is None
-    runtime = _the_runtime(settings, runtime, environ)
+    runtime = _the_runtime(settings, runtime, environ, offline=offline)
     state = _state(runtime, _served(runtime, personas), owns=owns, offline=offline)
     app = _starlette(state, _webhook(runtime, telegram, state.offline))
     # No redirect from "/v1/conversations/0%2F" to ".../0": a 307 that keeps the method would

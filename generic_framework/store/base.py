@@ -79,6 +79,9 @@ class TurnRecord:
         round_ms: each model call's duration (tools included), in order.
         user_id, key_id: who asked: the user's id and the API key's public id ("" when
             unknown: turns stored before users existed, or asked without a key).
+        offline: the answer came from the embedded mock of the offline demo (no API key, or
+            ``--mock``), not from Z.AI: its tokens and searches were never billed, and
+            ``usage`` counts the turn apart (docs/design/0326).
     """
 
     input: str
@@ -96,6 +99,7 @@ class TurnRecord:
     round_ms: tuple[float, ...] = ()
     user_id: str = ""
     key_id: str = ""
+    offline: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The record as plain JSON values (sources and round times as lists).
@@ -177,12 +181,12 @@ def checksum(dump: ConversationDump) -> str:
 
 
 def _canonical_record(record: TurnRecord | None) -> dict[str, Any] | None:
-    """A record's JSON for :func:`checksum`; who asked only when known, so the checksum of a
-    turn stored before users existed is unchanged."""
+    """A record's JSON for :func:`checksum`; who asked only when known and ``offline`` only
+    when set, so the checksum of a turn stored before either existed is unchanged."""
     if record is None:
         return None
     data = record.to_json()
-    for name in ("user_id", "key_id"):
+    for name in ("user_id", "key_id", "offline"):
         if not data[name]:
             del data[name]
     return data

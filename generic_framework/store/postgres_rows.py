@@ -59,6 +59,7 @@ def record_from(values: Sequence[Any]) -> TurnRecord | None:
     if data["input"] is None:
         return None
     data["user_id"], data["key_id"] = data["user_id"] or "", data["key_id"] or ""
+    data["offline"] = bool(data["offline"])
     for name in _JSON:
         data[name] = json.loads(data[name] or "[]")
     data["started_at"] = iso(data["started_at"]) if data["started_at"] else ""

@@ -3,9 +3,9 @@
 :data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite_schema.MIGRATIONS` version by
 version (1: conversations, turns, messages; 2: the turn record; 3: the conversation list's
 index; 4: titles; 5: idempotency keys; 6: users, keys, owners and the limits'
-counters; 7: chat states and claimed updates), so ``schema_version`` means the same on both
-backends and ``generic-framework db copy`` can move a conversation between them whole.
-``schema_migrations`` records every applied version.
+counters; 7: chat states and claimed updates; 8: the turn record's ``offline`` mark), so
+``schema_version`` means the same on both backends and ``generic-framework db copy`` can move
+a conversation between them whole. ``schema_migrations`` records every applied version.
 
 :func:`migrate` runs each pending migration in its own transaction that first takes a
 transaction-scoped advisory lock and then re-reads the version: replicas starting together
@@ -124,6 +124,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE TABLE claimed_updates (platform text NOT NULL, update_id bigint NOT NULL,"
         " claimed_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (platform, update_id))",
         "CREATE INDEX claimed_updates_by_time ON claimed_updates (claimed_at)",
+    ),
+    (
+        # Whether the embedded mock of the offline demo answered the turn (docs/design/0326);
+        # NULL (every turn stored before) and false: a real upstream answered.
+        "ALTER TABLE turns ADD COLUMN offline boolean",
     ),
 )
 """Schema changes in order; never edit one that shipped, append a new one."""

@@ -67,9 +67,10 @@ _RECORD_TYPES = {
     "round_ms": "TEXT",
 }
 _CALLER_TYPES = {"user_id": "TEXT", "key_id": "TEXT"}
-RECORD_COLUMNS = (*_RECORD_TYPES, *_CALLER_TYPES)
+RECORD_COLUMNS = (*_RECORD_TYPES, *_CALLER_TYPES, "offline")
 """The turn record's columns of the ``turns`` table (``sources`` and ``round_ms`` hold JSON;
-``user_id`` and ``key_id``: who asked, added by migration 5)."""
+``user_id`` and ``key_id``: who asked, added by migration 6; ``offline``: answered by the
+embedded mock, added by migration 8)."""
 
 
 def _m003_list_index(db: sqlite3.Connection) -> None:
@@ -150,6 +151,12 @@ def _m007_chats(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX claimed_updates_by_time ON claimed_updates (claimed_at)")
 
 
+def _m008_offline_turns(db: sqlite3.Connection) -> None:
+    # Whether the embedded mock of the offline demo answered the turn (docs/design/0326): 1
+    # when it did; NULL (every turn stored before) and 0: a real upstream answered.
+    db.execute("ALTER TABLE turns ADD COLUMN offline INTEGER")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_tables,
     _m002_turn_records,
@@ -158,6 +165,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m005_idempotency_keys,
     _m006_users,
     _m007_chats,
+    _m008_offline_turns,
 )
 """Schema changes in order; never edit one that shipped, append a new one."""
 
@@ -180,6 +188,7 @@ def record_from(values: Sequence[Any]) -> TurnRecord | None:
         return None
     for name in _CALLER_TYPES:
         data[name] = data[name] or ""
+    data["offline"] = bool(data["offline"])
     for name in ("sources", "round_ms"):
         data[name] = json.loads(data[name] or "[]")
     return TurnRecord.from_json(data)

@@ -15,7 +15,7 @@ import pytest
 from support import run_cli
 
 from generic_framework.service.sole import sole_sqlite_service
-from generic_framework.store import SQLiteStore, checksum, open_store
+from generic_framework.store import SQLiteStore, TurnRecord, checksum, open_store
 from generic_framework.store.chats import ChatState
 from generic_framework.store.sqlite_schema import MIGRATIONS
 from generic_framework.wire.messages import AssistantMessage, UserMessage
@@ -278,3 +278,43 @@ def test_backup_restore_and_copy_carry_the_chat_states(
     assert asyncio.run(_chats(into)) == states
     again = cli(db_env, "db", "copy", "--from", str(live), "--to", into)
     assert again.returncode == 0 and "0 chat state(s) added" in again.stdout
+
+
+async def _offline_marks(url: str, marks: dict[str, bool] | None = None) -> dict[str, bool]:
+    """Each conversation's one turn: stored (``marks``: conversation -> answered offline) or
+    read back (whether its record says the embedded mock answered)."""
+    store = open_store(url, sqlite_path="-")
+    try:
+        for cid, offline in (marks or {}).items():
+            turn = [UserMessage(content="q"), AssistantMessage(content="a")]
+            record = TurnRecord(input="q", model="glm-4.7", prompt_tokens=9, offline=offline)
+            await store.append_turn(cid, "scout", turn, record)
+        read = {cid: await store.turns(cid) for cid in await store.conversation_ids()}
+        return {cid: t[0].record.offline for cid, t in read.items() if t and t[0].record}
+    finally:
+        await store.aclose()
+
+
+def test_backup_restore_and_copy_carry_the_offline_mark(
+    db_env: dict[str, str], tmp_path: Path, postgres_server: Any
+) -> None:
+    live = Path(db_env["DATA_DIR"]) / "conversations.sqlite3"
+    marks = {"demo": True, "billed": False}
+    assert asyncio.run(_offline_marks(str(live), marks)) == marks
+    backup = tmp_path / "one.sqlite3"
+    assert cli(db_env, "db", "backup", "--to", str(backup)).returncode == 0
+    assert asyncio.run(_offline_marks(str(backup))) == marks
+
+    url = postgres_server.create_database()
+    copied = cli(db_env, "db", "copy", "--from", str(live), "--to", url)
+    assert copied.returncode == 0, copied.stderr
+    assert asyncio.run(_offline_marks(url)) == marks
+    assert sums(url) == sums(live)  # the checksums cover the mark
+    pg_backup = tmp_path / "pg.sqlite3"
+    done = cli({**db_env, "DATABASE_URL": url}, "db", "backup", "--to", str(pg_backup))
+    assert done.returncode == 0, done.stderr
+    assert asyncio.run(_offline_marks(str(pg_backup))) == marks
+    into = postgres_server.create_database()
+    restored = cli({**db_env, "DATABASE_URL": into}, "db", "restore", "--from", str(pg_backup))
+    assert restored.returncode == 0, restored.stderr
+    assert asyncio.run(_offline_marks(into)) == marks

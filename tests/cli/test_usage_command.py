@@ -1,13 +1,20 @@
 """``generic-framework usage``: its totals are the sum of the replies' usage, read back from the
-stored turn records (the CLI as a real process, answering offline from the embedded mock)."""
+stored turn records (the CLI as a real process). Billed turns are answered by a mock Z.AI server
+given as the upstream with a key, as a real one would be; turns the embedded mock of the offline
+demo answered (no key) are left out of the totals and counted on a line of their own."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
 from support import run_cli
+
+from generic_framework.mock import MockServer
 
 QUESTIONS = (
     "// what's the weather in Nanaimo?",
@@ -20,7 +27,16 @@ def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return run_cli(list(args), env)
 
 
-def test_usage_json_totals_equal_the_sum_of_the_replies(env: dict[str, str]) -> None:
+@pytest.fixture
+def upstream(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """``env`` with a key and a mock Z.AI server as its upstream: turns answered so are billed
+    turns, as far as the CLI can tell (it is not the embedded mock of the offline demo)."""
+    with MockServer() as server:
+        yield {**env, "OPENAI_API_KEY": "a-real-looking-key", "OPENAI_BASE_URL": server.base_url}
+
+
+def test_usage_json_totals_equal_the_sum_of_the_replies(upstream: dict[str, str]) -> None:
+    env = upstream
     replies = []
     for number, question in enumerate(QUESTIONS):
         done = cli(env, "chat", "--json", "-c", f"u{number % 2}", question)
@@ -38,7 +54,8 @@ def test_usage_json_totals_equal_the_sum_of_the_replies(env: dict[str, str]) -> 
     assert [group["persona"] for group in by_persona["groups"]] == ["scout"]
 
 
-def test_usage_prices_from_the_operators_table(env: dict[str, str], tmp_path: Path) -> None:
+def test_usage_prices_from_the_operators_table(upstream: dict[str, str], tmp_path: Path) -> None:
+    env = upstream
     assert cli(env, "chat", "What is the capital of Canada?").returncode == 0
     prices = tmp_path / "prices.toml"
     prices.write_text(
@@ -81,3 +98,36 @@ async def test_usage_by_user_and_for_one_user(env: dict[str, str]) -> None:
     }
     only = json.loads(cli(env, "usage", "--json", "--user", "bob").stdout)
     assert only["total"]["prompt_tokens"] == 20 and only["total"]["turns"] == 1
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_offline_demo_turns_are_left_out_of_the_totals(
+    upstream: dict[str, str], backend: str, request: pytest.FixtureRequest
+) -> None:
+    billed, offline = upstream, {k: v for k, v in upstream.items() if k != "OPENAI_API_KEY"}
+    if backend == "postgres":
+        server: Any = request.getfixturevalue("postgres_server")
+        url = str(server.create_database())
+        billed, offline = {**billed, "DATABASE_URL": url}, {**offline, "DATABASE_URL": url}
+        assert cli(billed, "db", "upgrade").returncode == 0
+    question = "What is the capital of Canada?"
+    real = cli(billed, "chat", "--json", "-c", "billed", question)
+    assert real.returncode == 0, real.stderr
+    for conversation in ("demo-1", "demo-2"):  # no key: the embedded mock answers
+        demo = cli(offline, "chat", "--json", "-c", conversation, question)
+        assert demo.returncode == 0 and "offline: no OPENAI_API_KEY set" in demo.stderr
+    forced = cli(billed, "chat", "--mock", "--json", "-c", "demo-3", QUESTIONS[0])
+    assert forced.returncode == 0, forced.stderr
+
+    done = cli(billed, "usage", "--json")
+    assert done.returncode == 0, done.stderr
+    report, usage = json.loads(done.stdout), json.loads(real.stdout)["usage"]
+    assert report["offline_turns"] == 3
+    assert report["total"]["turns"] == 1
+    assert report["total"]["prompt_tokens"] == usage["prompt_tokens"] > 0
+    assert report["total"]["completion_tokens"] == usage["completion_tokens"] > 0
+    assert report["total"]["web_searches"] == 0  # the offline Nanaimo search is not billed
+    assert [(g["persona"], g["turns"]) for g in report["groups"]] == [("scout", 1)]
+    table = cli(billed, "usage")
+    assert table.returncode == 0, table.stderr
+    assert "offline demo turns: 3, not billed" in table.stdout

@@ -194,7 +194,7 @@ def test_a_version_6_sqlite_file_is_migrated_keeping_its_data(tmp_path: Path) ->
     async def check() -> None:
         store = open_store(str(path), sqlite_path="unused")
         try:
-            assert await store.schema_version() == 7
+            assert await store.schema_version() == 8
             assert await store.conversation_ids() == ["old-1"]
             assert [u.name for u in await store.users()] == ["admin", "carol"]
             await store.set_chat_state("telegram", "42", ChatState("old-1"))
@@ -211,22 +211,14 @@ async def test_a_version_6_postgres_database_is_migrated_keeping_its_data(
 ) -> None:
     import psycopg
 
-    from generic_framework.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
-
-    url = postgres_server.create_database(initialised=False)
+    url = postgres_server.create_database(version=6)
     with psycopg.connect(url, autocommit=True) as conn:  # a database left at version 6
-        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY,"
-                     " applied_at timestamptz NOT NULL DEFAULT now())")  # fmt: skip
-        for version, statements in enumerate(PG_MIGRATIONS[:6], start=1):
-            for statement in statements:
-                conn.execute(statement)  # type: ignore[call-overload]
-            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
         conn.execute("INSERT INTO conversations (id, turns, created_at, updated_at)"
                      " VALUES ('old-1', 0, now(), now())")  # fmt: skip
         conn.execute("INSERT INTO users (id, name, role) VALUES ('u0123456789ab', 'carol', 'user')")
     store = open_store(url, sqlite_path="unused")
     try:
-        assert await store.schema_version() == 7
+        assert await store.schema_version() == 8
         assert await store.conversation_ids() == ["old-1"]
         assert [u.name for u in await store.users()] == ["admin", "carol"]
         await store.set_chat_state("telegram", "42", ChatState("old-1", "scout"))

@@ -174,7 +174,7 @@ async def test_ids_dump_restore_and_checksum(make_store: MakeStore, backend: str
 async def test_schema_version_is_the_latest(store: ConversationStore) -> None:
     await store.open()
     await store.open()  # a second open does nothing
-    assert await store.schema_version() == 7
+    assert await store.schema_version() == 8
 
 
 async def test_a_closed_store_is_not_reopened_silently(database_url: str, backend: str) -> None:

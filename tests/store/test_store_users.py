@@ -190,14 +190,8 @@ async def test_an_old_postgres_database_gives_its_conversations_to_the_bootstrap
 
     from generic_framework.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 
-    url = postgres_server.create_database(initialised=False)
+    url = postgres_server.create_database(version=4)
     with psycopg.connect(url, autocommit=True) as conn:  # a database left at version 4
-        conn.execute("CREATE TABLE schema_migrations (version integer PRIMARY KEY,"
-                     " applied_at timestamptz NOT NULL DEFAULT now())")  # fmt: skip
-        for version, statements in enumerate(PG_MIGRATIONS[:4], start=1):
-            for statement in statements:
-                conn.execute(statement)  # type: ignore[call-overload]
-            conn.execute("INSERT INTO schema_migrations (version) VALUES (%s)", (version,))
         conn.execute(
             "INSERT INTO conversations (id, turns, created_at, updated_at)"
             " VALUES ('old-1', 0, now(), now())"

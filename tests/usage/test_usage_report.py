@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -219,3 +220,52 @@ async def test_totals_equal_the_sum_of_the_replies_usage(tmp_path: Path) -> None
     assert total["completion_tokens"] == sum(r.usage.completion_tokens for _, r in replies) > 0
     assert total["reasoning_tokens"] == sum(r.usage.reasoning_tokens for _, r in replies) > 0
     assert total["cached_tokens"] == sum(r.usage.cached_tokens for _, r in replies)
+
+
+def test_offline_rows_are_left_out_of_every_group_and_counted_apart() -> None:
+    demo = [replace(row, offline=True, persona="demo") for row in ROWS]
+    report = summarize([*ROWS, *demo, replace(ROWS[0], when=at(1) - timedelta(days=9),
+                                              offline=True)],
+                       since=date(2026, 3, 1), prices=PRICES)  # fmt: skip
+    billed = summarize(ROWS, since=date(2026, 3, 1), prices=PRICES)
+    assert report.offline_turns == len(demo)  # the one before --since is not counted at all
+    assert report.total == billed.total and report.groups == billed.groups
+    assert report_data(report)["offline_turns"] == len(demo)
+    assert report_data(billed)["offline_turns"] == 0
+    table = render_table(report).splitlines()
+    assert table[-1] == "offline demo turns: 4, not billed (answered by the embedded mock; " \
+        "not in the totals)"  # fmt: skip
+    assert "offline demo" not in render_table(billed)
+
+
+async def test_turns_of_an_offline_runtime_are_stored_as_offline(tmp_path: Path) -> None:
+    """The same mock answers two runtimes on one store: one told it runs on the embedded mock
+    of the offline demo, one that takes the mock for its upstream; only the second's turns
+    are totalled."""
+    from generic_framework.cli.usage import usage_rows
+    from generic_framework.store import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "conversations.sqlite3")
+    settings = Settings.defaults(
+        api_key="mock-key", base_url="http://mock.test/api/paas/v4",
+        personas_dir=REPO / "personas", data_dir=tmp_path,
+    )  # fmt: skip
+    replies: dict[bool, Reply] = {}
+    try:
+        for offline in (True, False):
+            transport = httpx.ASGITransport(app=create_mock())
+            runtime = Runtime(settings, transport=transport, store=store, offline=offline)
+            async with runtime:
+                scout = runtime.persona("scout")
+                replies[offline] = await scout.respond(
+                    "// what's the weather in Nanaimo?", conversation_id=f"c-{offline}"
+                )
+        records = {c: (await store.turns(c) or [])[0].record for c in ("c-True", "c-False")}
+        assert [r.offline for r in records.values() if r] == [True, False]
+        rows = [row async for row in usage_rows(store, [0])]
+    finally:
+        await store.aclose()
+    report = summarize(rows)
+    assert report.offline_turns == 1 and report.total.turns == 1
+    assert report.total.prompt_tokens == replies[False].usage.prompt_tokens > 0
+    assert report.total.web_searches >= 1
