@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -73,6 +74,23 @@ def test_mock_forces_offline_even_with_a_key(tmp_path: Path) -> None:
     assert info["offline"] is True
     assert info["default_persona"] == "helper"
     assert answer.status_code == 200
+
+
+def test_turns_served_offline_are_stored_as_offline_and_not_billed(tmp_path: Path) -> None:
+    with serve(tmp_path, "--mock", OPENAI_API_KEY="a-real-looking-key") as bot:
+        stored = httpx.post(
+            f"{bot.url}/v1/conversations/demo/messages",
+            json={"persona": "scout", "content": CAPITAL},
+        )
+    assert stored.status_code == 200, stored.text
+    env = {**base_env(tmp_path), "PERSONAS_DIR": str(PERSONAS), "DATA_DIR": str(tmp_path / "data")}
+    done = subprocess.run(
+        [sys.executable, "-m", "generic_framework", "usage", "--json"],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["offline_turns"] == 1 and report["total"]["turns"] == 0
 
 
 def test_with_a_key_serve_is_online(tmp_path: Path) -> None:
