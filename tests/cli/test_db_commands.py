@@ -40,7 +40,7 @@ def test_three_upgrades_at_once_migrate_a_fresh_database_once(
     assert [r.returncode for r in runs] == [0, 0, 0], [r.stderr for r in runs]
     assert all("schema version 8 (up to date)" in r.stdout for r in runs)
     assert postgres_server.query(url, "SELECT version FROM schema_migrations ORDER BY 1") == [
-        (v,) for v in range(1, 8)
+        (v,) for v in range(1, 9)
     ]
 
 
@@ -54,7 +54,7 @@ def test_upgrade_migrates_an_existing_sqlite_file_in_data_dir(
     assert done.returncode == 0, done.stderr
     assert "conversations.sqlite3: schema version 8" in done.stdout
     with sqlite3.connect(data / "conversations.sqlite3") as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (7,)
+        assert db.execute("PRAGMA user_version").fetchone() == (8,)
         assert db.execute("SELECT count(*) FROM messages").fetchone() == (8,)
 
 
