@@ -39,6 +39,7 @@ _EXPORTS: dict[str, str] = {
     "MCPFailure": "generic_framework.mcp_tools.connection",
     "MCPServerSpec": "generic_framework.mcp_tools.spec",
     "NotFoundError": "generic_framework.wire.errors",
+    "OptionRefused": "generic_framework.turns",
     "OutputSchemaError": "generic_framework.errors",
     "Persona": "generic_framework.core.persona",
     "PersonaEvent": "generic_framework.core.events",
@@ -114,6 +115,7 @@ if TYPE_CHECKING:
     from generic_framework.tools import tool as tool
     from generic_framework.tools.base import ToolError as ToolError
     from generic_framework.turns import Ask as Ask
+    from generic_framework.turns import OptionRefused as OptionRefused
     from generic_framework.turns import PersonaNotAllowed as PersonaNotAllowed
     from generic_framework.turns import TurnRefused as TurnRefused
     from generic_framework.turns import TurnService as TurnService

@@ -115,7 +115,6 @@ async def chat_completions(request: Request) -> Response:
         max_chars=state.settings.bot_max_message_chars,
         allow_system=persona.spec.allow_client_system,
         max_tool_rounds=persona.spec.max_tool_rounds,
-        model=persona.spec.model,
     )
     key = None if cid is None else await conversation_for(request, state.runtime.users, cid)
     ask = Ask(persona, turn.text, caller_of(request), key, turn.history, turn.options)

@@ -48,7 +48,6 @@ from generic_framework.wire.messages import (
     ToolCall,
     ToolMessage,
 )
-from generic_framework.wire.profiles import check_choice
 
 __all__ = ["ClientTurn", "client_turn", "user_pseudonym"]
 
@@ -217,11 +216,10 @@ def client_turn(
     max_chars: int,
     allow_system: bool,
     max_tool_rounds: int | None = None,
-    model: str | None = None,
 ) -> ClientTurn:
-    """Read ``body`` into the persona's turn (see the module docstring); ``model`` is the
-    persona's, which must take the ``reasoning_effort`` asked for (the rule of
-    ``LLM_REASONING_EFFORT``: :func:`~generic_framework.wire.profiles.check_choice`).
+    """Read ``body`` into the persona's turn (see the module docstring). Whether the persona's
+    model takes the ``reasoning_effort`` asked for is the turn service's check, when it admits
+    the turn (:class:`~generic_framework.turns.OptionRefused`).
 
     Raises:
         ServiceError: 400 naming the parameter or message at fault.
@@ -230,7 +228,6 @@ def client_turn(
     question = _question_index(messages)
     text = last_user_text(messages[: question + 1], max_chars)
     continuation = _continuation(messages, question + 1)
-    _check_effort(body.reasoning_effort, model)
     options = _options(body, _Pinned(pins), max_tool_rounds, continuation)
     if body.conversation_id is not None and (options.client_tools or continuation):
         raise _refuse(
@@ -245,22 +242,6 @@ def client_turn(
     return ClientTurn(
         text, history, NO_OPTIONS if options == NO_OPTIONS else options, include_usage=include
     )
-
-
-def _check_effort(effort: str | None, model: str | None) -> None:
-    """400 for a ``reasoning_effort`` the persona's model does not take, naming the ones it
-    does: the rule that stops start-up for ``LLM_REASONING_EFFORT``."""
-    if effort is None or model is None:
-        return
-    problem = check_choice(
-        model,
-        thinking=None,
-        clear_thinking=None,
-        reasoning_effort=effort,
-        names={"model": "the persona's model", "reasoning_effort": "reasoning_effort"},
-    )
-    if problem is not None:
-        raise _refuse("reasoning_effort", problem)
 
 
 def _options(

@@ -85,7 +85,7 @@ from generic_framework.errors import (
 )
 from generic_framework.quotas import Refusal
 from generic_framework.redaction import redact
-from generic_framework.turns import PersonaNotAllowed, TurnRefused
+from generic_framework.turns import OptionRefused, PersonaNotAllowed, TurnRefused
 from generic_framework.wire.errors import (
     APIConnectionError,
     APIError,
@@ -317,6 +317,8 @@ def map_exception(exc: BaseException) -> ServiceError:
         return refused(exc.refusal)
     if isinstance(exc, PersonaNotAllowed):
         return not_allowed(exc.persona)
+    if isinstance(exc, OptionRefused):
+        return ServiceError(400, str(exc), param=exc.param, code="unsupported_parameter")
     unrecorded = _not_recorded(exc)
     if unrecorded is not None:
         return unrecorded
@@ -380,6 +382,7 @@ EXCEPTION_HANDLERS: Mapping[Any, ExceptionHandler] = {
     GLMError: _answer,
     TurnRefused: _answer,
     PersonaNotAllowed: _answer,
+    OptionRefused: _answer,
     HTTPException: _answer_http,
     Exception: _answer_unexpected,
 }

@@ -2,6 +2,7 @@
 
 from generic_framework.turns.service import (
     Ask,
+    OptionRefused,
     PersonaNotAllowed,
     TurnPersona,
     TurnRefused,
@@ -9,4 +10,12 @@ from generic_framework.turns.service import (
     allowed,
 )
 
-__all__ = ["Ask", "PersonaNotAllowed", "TurnPersona", "TurnRefused", "TurnService", "allowed"]
+__all__ = [
+    "Ask",
+    "OptionRefused",
+    "PersonaNotAllowed",
+    "TurnPersona",
+    "TurnRefused",
+    "TurnService",
+    "allowed",
+]

@@ -37,6 +37,7 @@ from generic_framework.core.reply import Reply
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.quotas import Allowance, Refusal, admit_turn, record_turn, unlimited
 from generic_framework.store.users import Caller, UserAdmin
+from generic_framework.wire.profiles import check_choice
 
 if TYPE_CHECKING:
     from generic_framework.core.resources import Resources
@@ -130,6 +131,32 @@ class PersonaNotAllowed(Exception):
         self.persona = persona
 
 
+class OptionRefused(Exception):
+    """The caller asked for an option the persona's model does not take (nothing ran,
+    nothing was counted); ``param`` names it."""
+
+    def __init__(self, param: str, problem: str) -> None:
+        super().__init__(f"{param}: {problem}")
+        self.param = param
+
+
+def _option_problem(ask: Ask) -> str | None:
+    """What the persona's model cannot take among the caller's options, in words: a
+    ``reasoning_effort`` is held to the rule of ``LLM_REASONING_EFFORT``
+    (:func:`~generic_framework.wire.profiles.check_choice`)."""
+    effort = ask.options.reasoning_effort if ask.options is not None else None
+    model = ask.persona.spec.model
+    if effort is None or not model:
+        return None
+    return check_choice(
+        model,
+        thinking=None,
+        clear_thinking=None,
+        reasoning_effort=effort,
+        names={"model": "the persona's model", "reasoning_effort": "reasoning_effort"},
+    )
+
+
 def allowed(caller: Caller | None, persona: str) -> bool:
     """Whether the caller's key (if it has a persona allowlist) may use ``persona``."""
     key = caller.key if caller is not None else None
@@ -179,10 +206,14 @@ class TurnService:
 
         Raises:
             PersonaNotAllowed: the key may not use the persona.
+            OptionRefused: the persona's model does not take an option the caller chose.
             TurnRefused: a limit is reached (nothing ran, nothing was counted).
         """
         if not allowed(ask.caller, ask.persona.spec.name):
             raise PersonaNotAllowed(ask.persona.spec.name)
+        problem = _option_problem(ask)
+        if problem is not None:
+            raise OptionRefused("reasoning_effort", problem)
         if ask.caller is None or unlimited(ask.caller):
             return _FREE
         admitted = await admit_turn(ask.caller, self.users, self.resources.settings, web=ask.web)
