@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from service_processes import REPO, TOKEN, Process, bot_process, mock_process
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -53,8 +54,13 @@ def shots(tmp_path: Path) -> Path:
     return Path(os.environ.get("GF_SCREENSHOTS_DIR") or tmp_path / "screenshots")
 
 
-def _titles(page: Page) -> list[str]:
-    return [e.text for e in page.all("#conversations .conversation .title")]
+def _titles(page: Page) -> list[str] | None:
+    """The listed titles; None while the list is being drawn again (an element found, then
+    replaced before its text was read), so that a wait reads it once more."""
+    try:
+        return [e.text for e in page.all("#conversations .conversation .title")]
+    except StaleElementReferenceException:
+        return None
 
 
 def _wait_titles(page: Page, titles: list[str]) -> None:
