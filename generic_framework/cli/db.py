@@ -92,6 +92,7 @@ class CopyResult:
     copied: int = 0
     accounts: int = 0
     chats: int = 0
+    memories: int = 0
     turns: int = 0
     messages: int = 0
     already_there: int = 0
@@ -127,14 +128,16 @@ async def _copy_one(
 
 
 async def copy_conversations(source: ConversationStore, target: ConversationStore) -> CopyResult:
-    """Copy the users, keys and chat states ``target`` lacks, then every conversation of
-    ``source`` (its owner in its key: store/users.py), verifying each one. Claimed updates
-    stay behind: they only matter for the two days a platform may redeliver an update."""
+    """Copy the users, keys, chat states and kept facts ``target`` lacks, then every
+    conversation of ``source`` (its owner in its key: store/users.py), verifying each one.
+    Claimed updates stay behind: they only matter for the two days a platform may redeliver
+    an update."""
     result = CopyResult()
     await source.open()
     await target.open()
     result.accounts = await target.restore_accounts(await source.dump_accounts())
     result.chats = await target.restore_chat_states(await source.dump_chat_states())
+    result.memories = await target.restore_memories(await source.dump_memories())
     for cid in await source.conversation_ids():
         await _copy_one(source, target, cid, result)
     return result
@@ -198,7 +201,7 @@ def run_copy(source_url: str, target_url: str) -> int:
             f"{redact_url(source_url)} -> {redact_url(target_url)}: copied {result.copied} "
             f"conversation(s), {result.turns} turn(s), {result.messages} message(s); "
             f"{result.already_there} already there; {result.accounts} user(s) and key(s) added; "
-            f"{result.chats} chat state(s) added"
+            f"{result.chats} chat state(s) added; {result.memories} kept fact(s) added"
         )
         for problem in result.problems:
             err(f"error: {problem}")

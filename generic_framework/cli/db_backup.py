@@ -3,13 +3,13 @@
 The backup is always one SQLite file, whatever the database (docs/design/0320):
 
 - **SQLite** (DATA_DIR, or ``--from`` a file): an online backup while the service writes
-  (:func:`~generic_framework.store.sqlite_backup.backup_file`): the whole file, chat states
-  and the chat platforms' recently claimed updates included.
+  (:func:`~generic_framework.store.sqlite_backup.backup_file`): the whole file, chat states,
+  the facts personas keep and the chat platforms' recently claimed updates included.
 - **PostgreSQL** (``DATABASE_URL``): every conversation copied into a new SQLite file, each one
-  whole (one snapshot per conversation, verified by its checksum), after the users, keys and
-  chat states (``db copy``'s part; claimed updates stay behind), with nothing more than the
-  bot image; a point-in-time copy of the whole database is PostgreSQL's own ``pg_dump`` (the
-  recipe in docs/operating.md).
+  whole (one snapshot per conversation, verified by its checksum), after the users, keys,
+  chat states and kept facts (``db copy``'s part; claimed updates stay behind), with nothing
+  more than the bot image; a point-in-time copy of the whole database is PostgreSQL's own
+  ``pg_dump`` (the recipe in docs/operating.md).
 
 ``db restore`` checks the backup (integrity, schema version) before anything changes. Into
 SQLite it replaces the database file atomically, only with ``--replace`` when one exists (kept
@@ -141,7 +141,8 @@ def _restore_postgres(backup: Path, url: str, settings: Settings) -> int:
         f"{backup} -> {redact_url(url)}: restored {result.copied} conversation(s), "
         f"{result.turns} turn(s), {result.messages} message(s); {result.already_there} "
         f"already there; {result.accounts} user(s) and key(s) and {result.chats} chat "
-        f"state(s) added (the backup: {checked.describe()})"
+        f"state(s) added; {result.memories} kept fact(s) added (the backup: "
+        f"{checked.describe()})"
     )
     print("verified: turn and message counts and a SHA-256 per conversation match")
     return EXIT_OK

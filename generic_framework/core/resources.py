@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from generic_framework.store.base import Conversations, ConversationStore, HeldConversation
     from generic_framework.store.chats import ChatStore
     from generic_framework.store.keys import ClaimStore
+    from generic_framework.store.memories import MemoryStore
     from generic_framework.store.users import UserAdmin
 
 __all__ = ["Resources", "budget_id"]
@@ -165,6 +166,11 @@ class Resources:
     @property
     def chat_states(self) -> ChatStore:
         """The chat platforms' chats: each chat's persona and conversation, claimed updates."""
+        return self.store
+
+    @property
+    def memories(self) -> MemoryStore:
+        """The facts personas keep about their users (:mod:`~generic_framework.store.memories`)."""
         return self.store
 
     @property

@@ -22,6 +22,7 @@ from generic_framework.citation import Citation
 from generic_framework.limits import check_conversation_id
 from generic_framework.store.chats import ChatAdmin, ChatStore
 from generic_framework.store.keys import ClaimStore
+from generic_framework.store.memories import MemoryAdmin, MemoryStore
 from generic_framework.store.users import UserAdmin
 from generic_framework.wire.messages import Message
 
@@ -415,13 +416,16 @@ class Conversations(TurnStore, StoreAdmin, Protocol):
     """The stored conversations: a turn's side and the administration's."""
 
 
-class ConversationStore(Conversations, ClaimStore, UserAdmin, ChatStore, ChatAdmin, Protocol):
+class ConversationStore(
+    Conversations, ClaimStore, UserAdmin, ChatStore, ChatAdmin, MemoryStore, MemoryAdmin, Protocol
+):
     """What each backend (SQLite, PostgreSQL) implements and the Runtime owns, whole: the
     conversations (:class:`Conversations`), the users and keys that own them
     (:class:`~.users.UserAdmin`), claims (:class:`~.keys.ClaimStore`), the chat platforms'
-    chats and claimed updates (:class:`~.chats.ChatStore`, :class:`~.chats.ChatAdmin`).
+    chats and claimed updates (:class:`~.chats.ChatStore`, :class:`~.chats.ChatAdmin`), the
+    facts personas keep (:class:`~.memories.MemoryStore`, :class:`~.memories.MemoryAdmin`).
 
     Nothing that only uses one part takes it whole: the runtime hands each part out on its own
     (:attr:`~generic_framework.core.resources.Resources.conversations`, ``users``,
-    ``chat_states``, ``claims``), and the backups and copies of ``generic-framework db`` are
-    what takes the store whole."""
+    ``chat_states``, ``claims``, ``memories``), and the backups and copies of
+    ``generic-framework db`` are what takes the store whole."""

@@ -53,6 +53,7 @@ from generic_framework.store.postgres_errors import (
     translated,
 )
 from generic_framework.store.postgres_locks import Hold, PostgresLocks
+from generic_framework.store.postgres_memories import PostgresMemories
 from generic_framework.store.postgres_reads import read_dump, read_page
 from generic_framework.store.postgres_rows import as_time
 from generic_framework.store.postgres_schema import MIGRATIONS, migrate
@@ -108,10 +109,11 @@ class _Held:
             raise RuntimeError("the turn was already stored; take the lock again")
 
 
-class PostgresStore(PostgresUsers, PostgresChats):
+class PostgresStore(PostgresUsers, PostgresChats, PostgresMemories):
     """Conversation histories in PostgreSQL; a :class:`ConversationStore` shared by replicas,
-    its users, keys and limit counters (:class:`~.postgres_users.PostgresUsers`) and its chat
-    states and claimed updates (:class:`~.postgres_chats.PostgresChats`).
+    its users, keys and limit counters (:class:`~.postgres_users.PostgresUsers`), its chat
+    states and claimed updates (:class:`~.postgres_chats.PostgresChats`) and the facts
+    personas keep (:class:`~.postgres_memories.PostgresMemories`).
 
     Args:
         url: ``postgresql://user:password@host:port/database`` (libpq's URI; ``postgres://``

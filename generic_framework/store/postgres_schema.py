@@ -3,7 +3,8 @@
 :data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite_schema.MIGRATIONS` version by
 version (1: conversations, turns, messages; 2: the turn record; 3: the conversation list's
 index; 4: titles; 5: idempotency keys; 6: users, keys, owners and the limits'
-counters; 7: chat states and claimed updates; 8: the turn record's ``offline`` mark), so
+counters; 7: chat states and claimed updates; 8: the turn record's ``offline`` mark; then
+the facts personas keep, ``memories``), so
 ``schema_version`` means the same on both backends and ``generic-framework db copy`` can move
 a conversation between them whole. ``schema_migrations`` records every applied version.
 
@@ -129,6 +130,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         # Whether the embedded mock of the offline demo answered the turn (docs/design/0326);
         # NULL (every turn stored before) and false: a real upstream answered.
         "ALTER TABLE turns ADD COLUMN offline boolean",
+    ),
+    (
+        # The facts personas keep about their users (store/memories.py, docs/design/0330):
+        # per user and persona, removed with their user; the index serves the listing.
+        "CREATE TABLE memories (id text PRIMARY KEY,"
+        " user_id text NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+        " persona text NOT NULL, text text NOT NULL,"
+        " created_at timestamptz NOT NULL DEFAULT clock_timestamp())",
+        "CREATE INDEX memories_by_user ON memories (user_id, persona, created_at)",
     ),
 )
 """Schema changes in order; never edit one that shipped, append a new one."""

@@ -52,6 +52,7 @@ from generic_framework.store.base import (
 )
 from generic_framework.store.keys import PURGE_EVERY, Claim
 from generic_framework.store.sqlite_chats import SQLiteChats
+from generic_framework.store.sqlite_memories import SQLiteMemories
 from generic_framework.store.sqlite_schema import (
     MIGRATIONS,
     migrate,
@@ -111,10 +112,11 @@ class _Held:
         return await self._store.append_turn(self._id, persona, messages, record)
 
 
-class SQLiteStore(SQLiteUsers, SQLiteChats):
+class SQLiteStore(SQLiteUsers, SQLiteChats, SQLiteMemories):
     """Conversation histories in one SQLite file (WAL mode); a :class:`ConversationStore`,
-    its users, keys and limit counters (:class:`~.sqlite_users.SQLiteUsers`) and its chat
-    states and claimed updates (:class:`~.sqlite_chats.SQLiteChats`).
+    its users, keys and limit counters (:class:`~.sqlite_users.SQLiteUsers`), its chat
+    states and claimed updates (:class:`~.sqlite_chats.SQLiteChats`) and the facts personas
+    keep (:class:`~.sqlite_memories.SQLiteMemories`).
 
     Args:
         path: the database file; its directory is created when missing.

@@ -157,6 +157,17 @@ def _m008_offline_turns(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE turns ADD COLUMN offline INTEGER")
 
 
+def _m_memories(db: sqlite3.Connection) -> None:
+    # The facts personas keep about their users (store/memories.py, docs/design/0330): per
+    # user and persona, removed with their user; the index serves the listing, newest first.
+    db.execute(
+        "CREATE TABLE memories (id TEXT PRIMARY KEY,"
+        " user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+        " persona TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL)"
+    )
+    db.execute("CREATE INDEX memories_by_user ON memories (user_id, persona, created_at)")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_tables,
     _m002_turn_records,
@@ -166,6 +177,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m006_users,
     _m007_chats,
     _m008_offline_turns,
+    _m_memories,
 )
 """Schema changes in order; never edit one that shipped, append a new one."""
 

@@ -318,3 +318,44 @@ def test_backup_restore_and_copy_carry_the_offline_mark(
     restored = cli({**db_env, "DATABASE_URL": into}, "db", "restore", "--from", str(pg_backup))
     assert restored.returncode == 0, restored.stderr
     assert asyncio.run(_offline_marks(into)) == marks
+
+
+async def _facts(url: str, alice: bool = False) -> list[tuple[str, str, str]]:
+    """Give alice (added first when ``alice``) two kept facts; every fact's (user, persona,
+    text)."""
+    store = open_store(url, sqlite_path="-")
+    try:
+        if alice:
+            user = await store.add_user("alice")
+            await store.remember(user.id, "guide", "Alice has a cat called Miso", max_items=5)
+            await store.remember(user.id, "scout", "Alice climbs", max_items=5)
+        users = {u.id: u.name for u in await store.users()}
+        return [(users[m.user_id], m.persona, m.text) for m in await store.dump_memories()]
+    finally:
+        await store.aclose()
+
+
+def test_backup_restore_and_copy_carry_the_kept_facts(
+    db_env: dict[str, str], live: Path, tmp_path: Path, postgres_server: Any
+) -> None:
+    facts = asyncio.run(_facts(str(live), alice=True))
+    assert [f[2] for f in facts] == ["Alice has a cat called Miso", "Alice climbs"]
+    backup = tmp_path / "one.sqlite3"
+    assert cli(db_env, "db", "backup", "--to", str(backup)).returncode == 0
+    fresh = tmp_path / "fresh"
+    env = {**db_env, "DATA_DIR": str(fresh)}
+    assert cli(env, "db", "restore", "--from", str(backup)).returncode == 0
+    assert asyncio.run(_facts(str(fresh / "conversations.sqlite3"))) == facts
+
+    url = postgres_server.create_database()
+    copied = cli(db_env, "db", "copy", "--from", str(live), "--to", url)
+    assert copied.returncode == 0 and "2 kept fact(s) added" in copied.stdout
+    assert asyncio.run(_facts(url)) == facts
+    pg_backup = tmp_path / "pg.sqlite3"
+    assert (
+        cli({**db_env, "DATABASE_URL": url}, "db", "backup", "--to", str(pg_backup)).returncode == 0
+    )
+    into = postgres_server.create_database()
+    restored = cli({**db_env, "DATABASE_URL": into}, "db", "restore", "--from", str(pg_backup))
+    assert restored.returncode == 0 and "2 kept fact(s) added" in restored.stdout
+    assert asyncio.run(_facts(into)) == facts
