@@ -22,6 +22,10 @@ request it builds for its one model-call seam (``Persona._call_llm``):
   ``tool_calls``); the caller runs them and sends the results back as ``continuation``.
 - ``continuation``: the messages after the turn's user message (assistant tool calls, then one
   tool message per call): the caller's tool rounds, which the next call continues from.
+- ``instructions`` and ``tools``: what the turn service adds for the turn's own user, never a
+  client: system messages sent after the persona's instructions, and tools the persona runs
+  beside its own (a persona's memory: :mod:`generic_framework.memory`). A turn with
+  ``client_tools`` leaves ``tools`` out, as it does the persona's own functions.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from generic_framework.tools.base import Tool
 from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,
@@ -87,6 +92,8 @@ class TurnOptions:
     client_tools: tuple[FunctionToolSpec, ...] = ()
     tool_choice: str | None = None
     continuation: tuple[AssistantMessage | ToolMessage, ...] = field(default=())
+    instructions: tuple[SystemMessage, ...] = field(default=())
+    tools: tuple[Tool, ...] = field(default=())
 
     def __post_init__(self) -> None:
         """Z.AI's ranges (docs/protocol.md §2.1), checked before anything is sent.

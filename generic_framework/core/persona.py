@@ -390,7 +390,9 @@ class Persona(TurnEngine):
             history, max_turns=self.settings.history_turns, keep_reasoning=self.keep_reasoning
         )
         output = options.json_schema
-        extra = [schema_instruction(output)] if output is not None else []
+        extra = [*options.instructions]
+        if output is not None:
+            extra.append(schema_instruction(output))
         return Turn(
             persona=self.spec.name,
             model=self.runtime.model,

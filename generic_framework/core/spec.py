@@ -27,6 +27,7 @@ from generic_framework.limits import (
     wording,
 )
 from generic_framework.mcp_tools.spec import MCPServerSpec
+from generic_framework.memory.spec import MemorySpec
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.messages import Thinking
 from generic_framework.wire.profiles import check_choice
@@ -89,6 +90,9 @@ class PersonaSpec(BaseModel):
             ``max_tokens``, ``stop``, ``response_format``, ``tools``, ``user``) -> ``accept``
             (the default: the client's value is sent), ``ignore`` (the persona's own is sent)
             or ``refuse`` (a request that sets it is answered 400 naming it).
+        memory: the ``[memory]`` table: whether the persona keeps facts about each user
+            (``remember``/``forget``, run by the turn service) and how many
+            (:class:`~generic_framework.memory.spec.MemorySpec`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -109,6 +113,7 @@ class PersonaSpec(BaseModel):
     final_answer_fallback: str = DEFAULT_FINAL_ANSWER_FALLBACK
     allow_client_system: bool = True
     client_parameters: dict[ClientParameter, ParameterRule] = Field(default_factory=dict)
+    memory: MemorySpec = Field(default_factory=MemorySpec)
 
     @field_validator("name")
     @classmethod

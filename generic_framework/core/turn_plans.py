@@ -3,11 +3,13 @@
 What a turn offers the model is decided before the conversation is held, from the message and
 the caller's options alone: ``//`` after leading whitespace makes a web turn (the prefix is
 stripped; the web plan, with ``read_url`` when the question holds a URL and the mode has a
-reader), the caller's own tools replace the persona's, and the persona's MCP servers add their
-tools when the turn offers tools at all. :class:`TurnPlans` holds a persona's plans, built once,
-and the MCP-merged ones it has made; :class:`~generic_framework.core.persona.Persona` asks it for
-each turn's plan. It is apart from the persona because none of it touches the conversation, the
-lock or the loop: it reads the spec, the runtime's search sources and the MCP sessions only.
+reader), the caller's own tools replace the persona's, the persona's MCP servers add their
+tools when the turn offers tools at all, and the turn service's tools for the turn's user
+(``TurnOptions.tools``: a persona's memory) are offered on every turn with tool rounds.
+:class:`TurnPlans` holds a persona's plans, built once, and the MCP-merged ones it has made;
+:class:`~generic_framework.core.persona.Persona` asks it for each turn's plan. It is apart
+from the persona because none of it touches the conversation, the lock or the loop: it reads
+the spec, the runtime's search sources and the MCP sessions only.
 :func:`as_stored` applies the same ``//`` rule to a caller's history.
 """
 
@@ -113,7 +115,11 @@ class TurnPlans:
         web = plan is not self.plain
         if options.client_tools:
             return self._client_plan(options, web=web)
-        return await self._with_mcp_tools(plan, web=web)
+        plan = await self._with_mcp_tools(plan, web=web)
+        if options.tools and self.spec.max_tool_rounds > 0:
+            # The turn service's tools for this turn's user (a persona's memory).
+            plan = with_tools(plan, options.tools)
+        return plan
 
     def _client_plan(self, options: TurnOptions, *, web: bool) -> ToolPlan:
         """The plan of a turn with the caller's tools: those, beside the built-in web search

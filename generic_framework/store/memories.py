@@ -36,11 +36,11 @@ __all__ = [
     "MEMORY_ID_PATTERN",
     "Memory",
     "MemoryAdmin",
-    "MemoryFull",
     "MemoryStore",
     "check_fact",
     "check_max_items",
     "check_memory_id",
+    "memory_full",
     "new_memory_id",
 ]
 
@@ -108,14 +108,11 @@ def check_fact(text: str) -> str:
     return fact
 
 
-class MemoryFull(ValueError):
-    """The user already keeps ``max_items`` facts for the persona: forget one first."""
-
-    def __init__(self, max_items: int) -> None:
-        super().__init__(
-            f"the memory is full ({max_items} facts kept for this persona): forget one first"
-        )
-        self.max_items = max_items
+def memory_full(max_items: int) -> ValueError:
+    """The refusal of a fact beyond ``max_items``: the user keeps that many for the persona."""
+    return ValueError(
+        f"the memory is full ({max_items} facts kept for this persona): forget one first"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +154,9 @@ class MemoryStore(Protocol):
         fact), counted against ``max_items`` atomically across processes.
 
         Raises:
-            ValueError: the fact may not be kept (:func:`check_fact`), or the persona's name
-                or ``max_items`` is invalid.
-            MemoryFull: the user keeps ``max_items`` facts for the persona already.
+            ValueError: the fact may not be kept (:func:`check_fact`), the persona's name
+                or ``max_items`` is invalid, or the user keeps ``max_items`` facts for the
+                persona already (:func:`memory_full`).
         """
         ...
 
@@ -167,9 +164,11 @@ class MemoryStore(Protocol):
         """The user's facts (for one persona, or all), newest first."""
         ...
 
-    async def forget(self, user_id: str | None, memory_id: str) -> Memory | None:
-        """Erase one fact of the user (``None``: of anyone, for the operator); the fact
-        erased, or ``None`` when the user has none with that id."""
+    async def forget(
+        self, user_id: str | None, memory_id: str, *, persona: str | None = None
+    ) -> Memory | None:
+        """Erase one fact of the user (``None``: of anyone, for the operator), and of
+        ``persona`` when given; the fact erased, or ``None`` when there is no such fact."""
         ...
 
     async def forget_all(self, user_id: str, persona: str) -> int:

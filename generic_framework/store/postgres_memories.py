@@ -17,11 +17,11 @@ from typing import Any
 from generic_framework.limits import check_persona_name
 from generic_framework.store.memories import (
     Memory,
-    MemoryFull,
     check_fact,
     check_max_items,
     check_memory,
     check_memory_id,
+    memory_full,
     new_memory_id,
 )
 from generic_framework.store.postgres_rows import as_time
@@ -69,7 +69,7 @@ class PostgresMemories:
             )
             (count,) = await cursor.fetchone()
             if count >= max_items:
-                raise MemoryFull(max_items)
+                raise memory_full(max_items)
             cursor = await conn.execute(
                 "INSERT INTO memories (id, user_id, persona, text) VALUES (%s, %s, %s, %s)"
                 " RETURNING id, user_id, persona, text, created_at",
@@ -95,22 +95,20 @@ class PostgresMemories:
                 )
             return [_memory(row) for row in await cursor.fetchall()]
 
-    async def forget(self, user_id: str | None, memory_id: str) -> Memory | None:
-        """Erase one fact of the user (``None``: anyone's); the fact erased, or ``None``."""
+    async def forget(
+        self, user_id: str | None, memory_id: str, *, persona: str | None = None
+    ) -> Memory | None:
+        """Erase one fact of the user (``None``: anyone's) and ``persona`` (when given); the
+        fact erased, or ``None``."""
         check_memory_id(memory_id)
         async with self._connection() as conn:
-            if user_id is None:
-                cursor = await conn.execute(
-                    "DELETE FROM memories"
-                    " WHERE id = %s RETURNING id, user_id, persona, text, created_at",
-                    (memory_id,),
-                )
-            else:
-                cursor = await conn.execute(
-                    "DELETE FROM memories WHERE id = %s AND user_id = %s"
-                    " RETURNING id, user_id, persona, text, created_at",
-                    (memory_id, user_id),
-                )
+            cursor = await conn.execute(
+                "DELETE FROM memories WHERE id = %s"
+                " AND (%s::text IS NULL OR user_id = %s)"
+                " AND (%s::text IS NULL OR persona = %s)"
+                " RETURNING id, user_id, persona, text, created_at",
+                (memory_id, user_id, user_id, persona, persona),
+            )
             row = await cursor.fetchone()
         return _memory(row) if row is not None else None
 

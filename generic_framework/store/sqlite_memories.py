@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, TypeVar
 from generic_framework.limits import check_persona_name
 from generic_framework.store.memories import (
     Memory,
-    MemoryFull,
     check_fact,
     check_max_items,
     check_memory,
     check_memory_id,
+    memory_full,
     new_memory_id,
 )
 from generic_framework.store.sqlite_keys import write_one
@@ -53,7 +53,7 @@ def _remember(
             "SELECT count(*) FROM memories WHERE user_id = ? AND persona = ?", (user_id, persona)
         ).fetchone()
         if count >= max_items:
-            raise MemoryFull(max_items)
+            raise memory_full(max_items)
         memory = Memory(new_memory_id(), user_id, persona, text, _now())
         db.execute(
             "INSERT INTO memories (id, user_id, persona, text, created_at) VALUES (?, ?, ?, ?, ?)",
@@ -82,13 +82,15 @@ def _list(db: sqlite3.Connection, user_id: str, persona: str | None) -> list[Mem
     return [Memory(*row) for row in rows]
 
 
-def _forget(db: sqlite3.Connection, user_id: str | None, memory_id: str) -> Memory | None:
+def _forget(
+    db: sqlite3.Connection, user_id: str | None, memory_id: str, persona: str | None
+) -> Memory | None:
     db.execute("BEGIN IMMEDIATE")
     try:
         row = db.execute(
             "SELECT id, user_id, persona, text, created_at FROM memories WHERE id = ?", (memory_id,)
         ).fetchone()
-        if row is None or (user_id is not None and row[1] != user_id):
+        if row is None or user_id not in (None, row[1]) or persona not in (None, row[2]):
             db.execute("COMMIT")
             return None
         db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
@@ -141,9 +143,12 @@ class SQLiteMemories:
         """The user's facts (for one persona, or all), newest first."""
         return await self._call(_list, user_id, persona)
 
-    async def forget(self, user_id: str | None, memory_id: str) -> Memory | None:
-        """Erase one fact of the user (``None``: anyone's); the fact erased, or ``None``."""
-        return await self._call(_forget, user_id, check_memory_id(memory_id))
+    async def forget(
+        self, user_id: str | None, memory_id: str, *, persona: str | None = None
+    ) -> Memory | None:
+        """Erase one fact of the user (``None``: anyone's) and ``persona`` (when given); the
+        fact erased, or ``None``."""
+        return await self._call(_forget, user_id, check_memory_id(memory_id), persona)
 
     async def forget_all(self, user_id: str, persona: str) -> int:
         """Erase every fact the user keeps for the persona; how many."""

@@ -9,7 +9,9 @@ chat all ask :class:`TurnService` (handed out by :attr:`Runtime.turns
    :class:`~generic_framework.quotas.Refusal`, which each edge words its own way);
 2. **runs** the persona (:meth:`TurnService.respond`, or :meth:`TurnService.stream` for events),
    with the lifecycle hooks (:class:`~generic_framework.core.hooks.TurnHooks`) registered on the
-   service; the persona stores the turn in its conversation under the conversation's lock;
+   service and, for a persona with memory, the caller's kept facts and the ``remember`` and
+   ``forget`` tools bound to them (:mod:`generic_framework.memory`); the persona stores the
+   turn in its conversation under the conversation's lock;
 3. **counts** the turn against the caller's daily limits when it ends, whatever the end: an
    answer, an error, a cancel, a client gone or a stream closed halfway. The tokens and searches
    come from the turn's own :class:`~generic_framework.core.account.TurnAccount` (what the
@@ -35,6 +37,7 @@ from generic_framework.core.options import TurnOptions
 from generic_framework.core.persona import WEB_PREFIX
 from generic_framework.core.reply import Reply
 from generic_framework.core.spec import PersonaSpec
+from generic_framework.memory.turns import with_memory
 from generic_framework.quotas import Allowance, Refusal, admit_turn, record_turn, unlimited
 from generic_framework.store.users import Caller, UserAdmin
 from generic_framework.wire.profiles import check_choice
@@ -225,13 +228,14 @@ class TurnService:
         """Admit, answer and count one turn (see :meth:`admit` for what it raises; a failed
         turn raises what the persona raised, after its billed tokens were counted)."""
         allowance = await self.admit(ask)
+        options = await self._options(ask)
         bill, hooks = self._hooks(allowance)
         try:
             return await ask.persona.respond(
                 ask.text,
                 conversation_id=ask.conversation_id,
                 history=ask.history,
-                options=ask.options,
+                options=options,
                 caller=ask.caller,
                 **hooks,
             )
@@ -245,18 +249,26 @@ class TurnService:
         however it ends.
         """
         allowance = await self.admit(ask)
+        options = await self._options(ask)
         bill, hooks = self._hooks(allowance)
         events = ask.persona.stream(
             ask.text,
             conversation_id=ask.conversation_id,
             history=ask.history,
-            options=ask.options,
+            options=options,
             caller=ask.caller,
             **hooks,
         )
         if bill is None:
             return events
         return self._counted(events, allowance, bill)
+
+    async def _options(self, ask: Ask) -> TurnOptions | None:
+        """The turn's options: the caller's, with the persona's memory of its user when the
+        persona keeps one (:mod:`generic_framework.memory.turns`)."""
+        if not ask.persona.spec.memory.enabled:
+            return ask.options
+        return await with_memory(self.resources.memories, ask.persona.spec, ask.caller, ask.options)
 
     def _hooks(self, allowance: Allowance) -> tuple[_Bill | None, dict[str, TurnHooks]]:
         """The turn's bill (only when it counts against a daily limit) and the persona's

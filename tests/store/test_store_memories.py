@@ -18,7 +18,6 @@ from generic_framework.store import ConversationStore, open_store
 from generic_framework.store.memories import (
     FACT_CHARS,
     Memory,
-    MemoryFull,
     check_fact,
     check_memory_id,
 )
@@ -53,8 +52,9 @@ async def test_a_fact_is_erased_only_for_its_user(make_store: MakeStore) -> None
     bob = await store.add_user("bob")
     fact = await store.remember(alice.id, "guide", "Alice likes tea", max_items=5)
     assert await store.forget(bob.id, fact.id) is None  # bob cannot erase alice's fact
+    assert await store.forget(alice.id, fact.id, persona="scout") is None  # another persona's
     assert [m.id for m in await store.memories(alice.id)] == [fact.id]
-    assert await store.forget(alice.id, fact.id) == fact
+    assert await store.forget(alice.id, fact.id, persona="guide") == fact
     assert await store.forget(alice.id, fact.id) is None
     # The operator (user None) erases anyone's; forget_all clears one persona only.
     kept = await store.remember(alice.id, "guide", "Alice likes coffee", max_items=5)
@@ -70,7 +70,7 @@ async def test_max_items_is_refused_clearly(store: ConversationStore) -> None:
     alice = await store.add_user("alice")
     for n in range(3):
         await store.remember(alice.id, "guide", f"fact {n}", max_items=3)
-    with pytest.raises(MemoryFull, match=r"full \(3 facts.*forget one first"):
+    with pytest.raises(ValueError, match=r"full \(3 facts.*forget one first"):
         await store.remember(alice.id, "guide", "one too many", max_items=3)
     await store.remember(alice.id, "scout", "another persona has room", max_items=3)
     assert len(await store.memories(alice.id, "guide")) == 3
@@ -83,7 +83,8 @@ async def test_many_tasks_remembering_at_once_never_overshoot(make_store: MakeSt
     async def one(store: ConversationStore, n: int) -> bool:
         try:
             await store.remember(alice.id, "guide", f"fact {n}", max_items=7)
-        except MemoryFull:
+        except ValueError as exc:
+            assert "memory is full" in str(exc)
             return False
         return True
 
@@ -98,13 +99,13 @@ def test_processes_remembering_at_once_never_overshoot(database_url: str) -> Non
     script = (
         "import asyncio, json, sys, time\n"
         "from generic_framework.store import open_store\n"
-        "from generic_framework.store.memories import MemoryFull\n"
         "async def one(store, n):\n"
         "    try:\n"
         "        await store.remember(sys.argv[3], 'guide', f'fact {sys.argv[4]}-{n}',"
         " max_items=13)\n"
         "        return True\n"
-        "    except MemoryFull:\n"
+        "    except ValueError as exc:\n"
+        "        assert 'memory is full' in str(exc)\n"
         "        return False\n"
         "async def main():\n"
         "    store = open_store(sys.argv[1], sqlite_path='unused', pool_size=4)\n"
