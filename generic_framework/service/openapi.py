@@ -24,6 +24,7 @@ from generic_framework.service.account_schemas import (
     UserOut,
     UserUpdateRequest,
 )
+from generic_framework.service.memories import MemoryCreateRequest, MemoryListOut, MemoryOut
 from generic_framework.service.schemas import (
     CONVERSATION_ID_PATTERN,
     BotInfoOut,
@@ -43,6 +44,7 @@ from generic_framework.service.schemas import (
     TurnRequest,
 )
 from generic_framework.store.base import CURSOR_PATTERN, LIST_LIMIT_MAX
+from generic_framework.store.memories import MEMORY_ID_PATTERN
 from generic_framework.store.users import USER_NAME_PATTERN
 
 __all__ = ["openapi_document"]
@@ -55,6 +57,7 @@ _REQUESTS: tuple[type[BaseModel], ...] = (
     UserCreateRequest,
     UserUpdateRequest,
     KeyCreateRequest,
+    MemoryCreateRequest,
 )
 _RESPONSES: tuple[type[BaseModel], ...] = (
     BotInfoOut,
@@ -74,6 +77,8 @@ _RESPONSES: tuple[type[BaseModel], ...] = (
     UserListOut,
     KeyListOut,
     KeyCreatedOut,
+    MemoryOut,
+    MemoryListOut,
 )
 
 
@@ -189,7 +194,7 @@ def _paths() -> dict[str, Any]:
                 parameters=[_IDEMPOTENCY_KEY, _USER],
             )
         },
-        **(_conversation_paths(sse) | _user_paths() | _key_paths()),
+        **(_conversation_paths(sse) | _user_paths() | _key_paths() | _memory_paths()),
     }
 
 
@@ -380,6 +385,46 @@ def _one_conversation(conversation_id: dict[str, Any]) -> dict[str, Any]:
             {"204": {"description": "Deleted"}, **_errors(400, 401, 403, 404, 415)},
             parameters=[conversation_id, _USER],
         ),
+    }
+
+
+def _memory_paths() -> dict[str, Any]:
+    """``/v1/memories``: what personas keep about the caller (service/memories.py)."""
+    persona = {
+        "name": "persona",
+        "in": "query",
+        "required": False,
+        "description": "only the facts this persona keeps",
+        "schema": {"type": "string", "pattern": PERSONA_NAME_PATTERN},
+    }
+    memory_id = {
+        "name": "memory_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": MEMORY_ID_PATTERN},
+    }
+    return {
+        "/v1/memories": {
+            "get": _op(
+                "The facts personas keep about the caller, newest first",
+                {"200": _ok(MemoryListOut), **_errors(400, 401, 403, 404)},
+                parameters=[persona, _USER],
+            ),
+            "post": _op(
+                "Keep a fact for a persona with memory (at most a few hundred characters, "
+                "never a key or token; 400 when the persona's memory is full)",
+                {"201": _ok(MemoryOut, "Kept"), **_errors(400, 401, 403, 404, 413, 415)},
+                body=MemoryCreateRequest,
+                parameters=[_USER],
+            ),
+        },
+        "/v1/memories/{memory_id}": {
+            "delete": _op(
+                "Erase a kept fact (404 for another user's)",
+                {"204": {"description": "Erased"}, **_errors(400, 401, 403, 404, 415)},
+                parameters=[memory_id, _USER],
+            )
+        },
     }
 
 
