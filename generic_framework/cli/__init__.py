@@ -1,5 +1,5 @@
 """The ``generic-framework`` command line: chat, personas, serve, telegram, mock, record, replay,
-db, usage, users, keys.
+db, usage, users, keys, memories.
 
 Exit codes: 0 success; 1 an upstream or runtime error (one line on stderr says what to do);
 2 a usage or configuration error. This module only declares the commands; each one imports its
@@ -18,7 +18,8 @@ fast. The modules, none of which imports this one:
 - :mod:`~generic_framework.cli.usage`: ``usage``, from the stored turn records.
 - :mod:`~generic_framework.cli.telegram`: ``telegram``, the Telegram bot.
 - :mod:`~generic_framework.cli.accounts`: the ``users`` and ``keys`` groups' declarations
-  (:mod:`~generic_framework.cli.users` runs them).
+  (:mod:`~generic_framework.cli.users` runs them); :mod:`~generic_framework.cli.memory_commands`:
+  the ``memories`` group's (:mod:`~generic_framework.cli.memories` runs them).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from generic_framework import __version__
 from generic_framework.cli._httpx_cli import defer_httpx_cli
 from generic_framework.cli.accounts import keys, users
 from generic_framework.cli.help import EPILOG as _EPILOG
+from generic_framework.cli.memory_commands import memories
 
 if TYPE_CHECKING:
     from generic_framework.usage import GroupBy
@@ -427,6 +429,7 @@ def db_restore(
 
 app.add_typer(users, name="users")
 app.add_typer(keys, name="keys")
+app.add_typer(memories, name="memories")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "run_users_list",
     "run_users_remove",
     "run_users_set",
+    "store_command",
 ]
 
 _T = TypeVar("_T")
@@ -47,7 +48,9 @@ def _with_store(work: Callable[[ConversationStore], Awaitable[_T]], settings: Se
     return asyncio.run(run())
 
 
-def _command(work: Callable[[ConversationStore], Awaitable[int]]) -> int:
+def store_command(work: Callable[[ConversationStore], Awaitable[int]]) -> int:
+    """Run ``work`` on the configured store; a store or value problem is one line, exit 1."""
+
     def action(settings: Settings) -> int:
         try:
             return _with_store(work, settings)
@@ -116,7 +119,7 @@ def run_users_add(name: str, role: Role, limits: Limits, as_json: bool) -> int:
         print(json.dumps(user_json(user)) if as_json else f"added {_user_line(user)}")
         return EXIT_OK
 
-    return _command(work)
+    return store_command(work)
 
 
 def run_users_set(name: str, role: Role | None, changes: dict[str, int | None]) -> int:
@@ -135,7 +138,7 @@ def run_users_set(name: str, role: Role | None, changes: dict[str, int | None]) 
         print(f"set {_user_line(changed)}")
         return EXIT_OK
 
-    return _command(work)
+    return store_command(work)
 
 
 def run_users_list(as_json: bool) -> int:
@@ -149,7 +152,7 @@ def run_users_list(as_json: bool) -> int:
             print(_user_line(user))
         return EXIT_OK
 
-    return _command(work)
+    return store_command(work)
 
 
 def run_users_remove(name: str) -> int:
@@ -162,7 +165,7 @@ def run_users_remove(name: str) -> int:
         print(f"removed {name} with their keys and conversations")
         return EXIT_OK
 
-    return _command(work)
+    return store_command(work)
 
 
 def run_keys_create(
@@ -192,7 +195,7 @@ def run_keys_create(
             print(text)
         return EXIT_OK
 
-    return _command(work)
+    return store_command(work)
 
 
 def run_keys_list(name: str | None, as_json: bool) -> int:
@@ -218,7 +221,7 @@ def run_keys_list(name: str | None, as_json: bool) -> int:
             print(f"{k.id}\t{who}\t{state}\tcreated={k.created_at}{extra}{allowed}")
         return EXIT_OK
 
-    return _command(work)
+    return store_command(work)
 
 
 def key_id_argument(value: str) -> str:
@@ -249,4 +252,4 @@ def run_keys_revoke(value: str) -> int:
         print(f"revoked key {key_id}")
         return EXIT_OK
 
-    return _command(work)
+    return store_command(work)
