@@ -15,7 +15,7 @@ from generic_framework.store.memories import MemoryStore, check_memory_id
 from generic_framework.tools.base import ToolOutcome
 from generic_framework.wire.messages import FunctionToolSpec
 
-__all__ = ["FORGET", "REMEMBER", "MemoryTool", "memory_tools"]
+__all__ = ["FORGET", "MEMORY_TOOL_SPECS", "REMEMBER", "MemoryTool", "memory_tools"]
 
 REMEMBER = "remember"
 FORGET = "forget"
@@ -58,6 +58,10 @@ _SPECS = {
         }
     ),
 }
+
+
+MEMORY_TOOL_SPECS: tuple[FunctionToolSpec, ...] = (_SPECS[REMEMBER], _SPECS[FORGET])
+"""The two tools' wire forms, in the order a turn offers them."""
 
 
 def _failed(text: str) -> ToolOutcome:
@@ -108,7 +112,9 @@ class MemoryTool:
             )
         except ValueError as exc:
             return _failed(f"not remembered: {exc}")
-        return ToolOutcome(ok=True, content=f"Remembered as {kept.id}.", value=kept)
+        # The text alone, no id: the answer is the same for everyone (so a recorded turn
+        # replays), and the fact's id is in the memory block from the next turn on.
+        return ToolOutcome(ok=True, content=f"Remembered: {kept.text}", value=kept)
 
     async def _forget(self, memory_id: str) -> ToolOutcome:
         try:

@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -34,12 +35,14 @@ from generic_framework.core.options import JsonSchemaFormat, TurnOptions
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
 from generic_framework.errors import ConfigError, GLMError
+from generic_framework.memory.tools import FORGET, REMEMBER
 from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_fixtures
 from generic_framework.mock.server import MockServer
 from generic_framework.runtime import Runtime
 from generic_framework.tools import EXAMPLE_TOOLS, SEARCH_TOOL_NAME, FunctionTool, WebSearch
 from generic_framework.tools.reader import READ_TOOL_NAME
 from generic_framework.tools.web_search import WebSearchMode
+from generic_framework.turns import Ask
 from generic_framework.wire.messages import AssistantMessage, FunctionToolSpec, ToolMessage
 
 __all__ = [
@@ -141,9 +144,15 @@ def _tools_offered(fixture: Fixture) -> tuple[list[str], WebSearchMode]:
     return names, mode
 
 
+MEMORY_TOOLS = frozenset({REMEMBER, FORGET})
+
+
 def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
     """A persona equivalent to the one that recorded ``fixture``: its prompt and tools."""
     names, mode = _tools_offered(fixture)
+    # remember and forget: a persona with memory, whose turn service offers them.
+    memory = set(names) >= MEMORY_TOOLS
+    names = [name for name in names if not memory or name not in MEMORY_TOOLS]
     unknown = [name for name in names if name not in EXAMPLE_TOOLS]
     if unknown:
         raise ConfigError(
@@ -158,6 +167,7 @@ def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
         tools=tools,
         web_search=WebSearch(mode=mode),
         tools_always=bool(tools) and not web,
+        memory={"enabled": memory},
         runtime=runtime,
     )
 
@@ -169,11 +179,14 @@ def persona_for(fixture: Fixture, runtime: Runtime) -> tuple[Persona, str]:
     return _rebuilt(fixture, runtime), "fixture"
 
 
-def _settings_for(fixture: Fixture, base: Settings, server: MockServer) -> Settings:
+def _settings_for(fixture: Fixture, base: Settings, server: MockServer, scratch: Path) -> Settings:
     values = base.model_dump()
     values.update(fixture.settings)
     url = server.coding_base_url if fixture.endpoint == "coding" else server.base_url
     values.update(base_url=url, api_key=SecretStr(REPLAY_KEY))
+    # What a replayed turn keeps (a persona's memory) goes to a scratch store, never the
+    # configured database.
+    values.update(data_dir=scratch, database_url=None)
     return Settings.defaults(**values)
 
 
@@ -218,13 +231,16 @@ async def _run_client(persona: Persona, fixture: Fixture) -> Reply:
     return reply
 
 
-async def _run(persona: Persona, fixture: Fixture) -> Reply:
+async def _run(persona: Persona, fixture: Fixture, runtime: Runtime) -> Reply:
     if fixture.client is not None:
         return await _run_client(persona, fixture)
+    # Through the turn service, as every edge runs a turn (a persona's memory is its part).
+    ask = Ask(persona, fixture.user_input, None)
+    turns = runtime.turns
     if not fixture.streams:
-        return await persona.respond(fixture.user_input)
+        return await turns.respond(ask)
     reply: Reply | None = None
-    async for event in persona.stream(fixture.user_input):
+    async for event in await turns.stream(ask):
         if isinstance(event, Done):
             reply = event.reply
     if reply is None:
@@ -280,6 +296,23 @@ def _exchange_problems(fixture: Fixture, server: MockServer) -> list[str]:
     return problems
 
 
+async def _replayed(
+    fixture: Fixture, config: Settings, environ: Mapping[str, str] | None
+) -> tuple[Reply | None, GLMError | None, str]:
+    """Run the fixture's turn: its reply or the upstream error, and where the persona came
+    from."""
+    async with Runtime(config, environ=environ) as runtime:
+        persona, source = persona_for(fixture, runtime)
+        try:
+            return (
+                await asyncio.wait_for(_run(persona, fixture, runtime), TURN_TIMEOUT),
+                None,
+                source,
+            )
+        except GLMError as exc:
+            return None, exc, source
+
+
 async def replay_fixture(
     fixture: Fixture,
     server: MockServer,
@@ -295,16 +328,10 @@ async def replay_fixture(
     started = time.perf_counter()
     path = str(fixture.source) if fixture.source else None
     source = "fixture"
-    reply: Reply | None = None
-    error: GLMError | None = None
     try:
-        config = _settings_for(fixture, settings or Settings.defaults(), server)
-        async with Runtime(config, environ=environ) as runtime:
-            persona, source = persona_for(fixture, runtime)
-            try:
-                reply = await asyncio.wait_for(_run(persona, fixture), TURN_TIMEOUT)
-            except GLMError as exc:
-                error = exc
+        with tempfile.TemporaryDirectory(prefix="gf-replay-") as scratch:
+            config = _settings_for(fixture, settings or Settings.defaults(), server, Path(scratch))
+            reply, error, source = await _replayed(fixture, config, environ)
     except (ConfigError, TimeoutError, RuntimeError) as exc:
         ms = (time.perf_counter() - started) * 1000
         return ReplayResult(fixture.name, path, False, 0, ms, source, [f"{exc}"])

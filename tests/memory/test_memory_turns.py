@@ -100,7 +100,7 @@ async def test_a_fact_reaches_its_user_s_next_conversation_and_never_another_s(
     world: World,
 ) -> None:
     said = await world.turn("alice", REMEMBER + "Alice's cat is called Miso")
-    assert said.startswith("tool said: Remembered as mem_")
+    assert said.startswith("tool said: Remembered: ")
     # The tools were offered, and the first request's block had nothing yet.
     first = world.model.requests[0]
     assert {t.function.name for t in first.tools or []} == {"remember", "forget"}

@@ -18,6 +18,8 @@ from fixture_parts import (
     CLIENT_SEARCH_TOOL,
     CODING_CHAT,
     FUNCTION_TOOLS,
+    KEEPER_SYSTEM,
+    MEMORY_TOOLS,
     READER_TOOL,
     Conversation,
     call,
@@ -611,6 +613,56 @@ def helper_hello() -> Fixture:
     )
 
 
+KEEPER_FACT = "The user's cat is called Miso."
+
+
+def keeper_remember() -> Fixture:
+    """The keeper persona (personas/examples/keeper.toml, [memory]) keeps a fact with its
+    ``remember`` tool: the first chat of the offline memory demo."""
+    talk = Conversation("Remember that my cat is called Miso.", always=MEMORY_TOOLS)
+    talk.messages[0]["content"] = KEEPER_SYSTEM
+    answer = completion(
+        "keeper_remember-1",
+        "",
+        calls=[call("keeper_remember", "remember", {"fact": KEEPER_FACT}, 0)],
+    )
+    talk.exchange(answer)
+    talk.run_tools(answer, results=[f"Remembered: {KEEPER_FACT}"])
+    final = "Got it: I will remember that your cat is called Miso."
+    talk.exchange(completion("keeper_remember-final", final))
+    return fixture(
+        "keeper_remember",
+        "A persona with memory keeps a fact about the user (remember), for its next chats.",
+        "Remember that my cat is called Miso.",
+        talk,
+        persona="keeper",
+        content=final,
+        stop_reason="completed",
+        rounds=2,
+        citations=[],
+    )
+
+
+def keeper_recall() -> Fixture:
+    """The keeper persona answers from what it keeps: the second chat of the memory demo (its
+    instructions carry the kept fact in their memory block)."""
+    talk = Conversation("What is my cat called?", always=MEMORY_TOOLS)
+    talk.messages[0]["content"] = KEEPER_SYSTEM
+    final = "Your cat is called Miso: you told me so before."
+    talk.exchange(completion("keeper_recall-final", final))
+    return fixture(
+        "keeper_recall",
+        "A persona with memory answers from a fact kept in an earlier chat.",
+        "What is my cat called?",
+        talk,
+        persona="keeper",
+        content=final,
+        stop_reason="completed",
+        rounds=1,
+        citations=[],
+    )
+
+
 def _error(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
@@ -919,6 +971,8 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     helper_percent,
     helper_convert,
     helper_hello,
+    keeper_remember,
+    keeper_recall,
     client_tool_weather,
     json_schema_weather,
 ]

@@ -14,6 +14,7 @@ from pydantic_core import to_json
 from generic_framework.core.citations import CitationBook
 from generic_framework.core.persona import FORCED_ANSWER_INSTRUCTION
 from generic_framework.core.tooling import page_content
+from generic_framework.memory.tools import MEMORY_TOOL_SPECS
 from generic_framework.mock.fixture import Fixture
 from generic_framework.mock.sse import completion_to_events
 from generic_framework.tools import EXAMPLE_TOOLS, WebSearch, make_search_tool
@@ -357,3 +358,9 @@ def fixture(
             "exchanges": conversation.exchanges,
         }
     )
+
+
+KEEPER_SYSTEM = "You are Keeper, a warm and brief companion with a memory."
+MEMORY_TOOLS = [spec.model_dump(mode="json", exclude_none=True) for spec in MEMORY_TOOL_SPECS]
+"""The tools of a persona with memory (personas/examples/keeper.toml), as its requests offer
+them."""

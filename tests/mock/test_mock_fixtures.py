@@ -42,7 +42,10 @@ def test_the_bundled_set() -> None:
         assert fixture.source is not None
         assert fixture.source.name == f"{fixture.name}.json"
         expected = "scout-client" if fixture.name.endswith("client_mode") else "scout"
-        assert fixture.persona == ("helper" if fixture.name.startswith("helper_") else expected)
+        for prefix in ("helper", "keeper"):
+            if fixture.name.startswith(prefix + "_"):
+                expected = prefix
+        assert fixture.persona == expected
         assert fixture.description and fixture.user_input and fixture.expected
     names = {f.name for f in fixtures}
     assert {"web_search_nanaimo", "web_search_nanaimo_stream", "rate_limited_then_ok"} <= names

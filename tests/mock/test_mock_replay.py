@@ -47,10 +47,22 @@ async def test_every_bundled_fixture_replays_through_the_real_persona(
     sources = {r.fixture: r.persona for r in results}
     assert sources.pop("web_search_client_mode") == "fixture"  # no persona file of that name
     assert sources.pop("web_reader_client_mode") == "fixture"
+    # The persona with memory has its file among the examples (the next test).
+    assert sources.pop("keeper_remember") == sources.pop("keeper_recall") == "fixture"
     assert set(sources.values()) == {personas}
     by_name = {r.fixture: r for r in results}
     assert by_name["sequential_rounds"].rounds == 4
     assert by_name["runaway_tool_calls"].rounds == 5
+
+
+async def test_the_memory_demo_replays_with_its_persona_file() -> None:
+    fixtures = [f for f in load_fixtures() if f.persona == "keeper"]
+    settings = Settings.defaults(personas_dir=REPO / "personas" / "examples")
+    results = await replay_fixtures(fixtures, settings=settings)
+    assert sorted((r.fixture, r.ok, r.persona, r.problems) for r in results) == [
+        ("keeper_recall", True, "file", []),
+        ("keeper_remember", True, "file", []),
+    ]
 
 
 async def test_a_wrong_reply_and_a_wrong_request_are_reported() -> None:

@@ -118,7 +118,7 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 async def test_alice_s_fact_reaches_her_next_conversation_and_never_bob_s(world: World) -> None:
     said = await world.turn("alice", "chat-1", "remember: my cat is called Miso")
-    assert said.startswith("tool said: Remembered as mem_")
+    assert said.startswith("tool said: Remembered: ")
     await world.turn("alice", "chat-2", "what is my cat called?")
     assert _facts(world.last) == ["my cat is called Miso"]
     await world.turn("bob", "chat-2", "what is my cat called?")

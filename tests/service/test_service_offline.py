@@ -161,3 +161,33 @@ def test_a_plain_http_upstream_that_is_no_mock_is_online(tmp_path: Path) -> None
         "examples": [],
         "persona_examples": {},
     }
+
+
+def test_the_offline_memory_demo_remembers_in_one_chat_and_recalls_in_the_next(
+    tmp_path: Path,
+) -> None:
+    examples = PERSONAS / "examples"
+    with serve(tmp_path, "--mock", PERSONAS_DIR=str(examples)) as bot:
+        info = httpx.get(f"{bot.url}/v1/bot").json()
+
+        def turn(cid: str, text: str) -> str:
+            done = httpx.post(
+                f"{bot.url}/v1/conversations/{cid}/messages",
+                json={"persona": "keeper", "content": text},
+                timeout=30,
+            )
+            assert done.status_code == 200, done.text
+            return str(done.json()["content"])
+
+        before = httpx.get(f"{bot.url}/v1/memories?persona=keeper").json()
+        kept = turn("demo-1", "Remember that my cat is called Miso.")
+        after = httpx.get(f"{bot.url}/v1/memories?persona=keeper").json()
+        recalled = turn("demo-2", "What is my cat called?")
+        gone = httpx.delete(f"{bot.url}/v1/memories/{after['data'][0]['id']}")
+        empty = httpx.get(f"{bot.url}/v1/memories").json()
+    assert "Remember that my cat is called Miso." in info["persona_examples"]["keeper"]
+    assert before == {"object": "list", "data": []}
+    assert kept == "Got it: I will remember that your cat is called Miso."
+    assert [m["text"] for m in after["data"]] == ["The user's cat is called Miso."]
+    assert recalled.startswith("Your cat is called Miso")
+    assert gone.status_code == 204 and empty["data"] == []
