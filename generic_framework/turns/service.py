@@ -268,7 +268,9 @@ class TurnService:
         persona keeps one (:mod:`generic_framework.memory.turns`)."""
         if not ask.persona.spec.memory.enabled:
             return ask.options
-        return await with_memory(self.resources.memories, ask.persona.spec, ask.caller, ask.options)
+        memories = self.resources.memories
+        spec, conversation = ask.persona.spec, ask.conversation_id
+        return await with_memory(memories, spec, ask.caller, ask.options, conversation)
 
     def _hooks(self, allowance: Allowance) -> tuple[_Bill | None, dict[str, TurnHooks]]:
         """The turn's bill (only when it counts against a daily limit) and the persona's

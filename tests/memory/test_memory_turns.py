@@ -18,7 +18,7 @@ from generic_framework.memory.block import CLOSE, OPEN, memory_block
 from generic_framework.runtime import Runtime
 from generic_framework.store import ConversationStore, open_store
 from generic_framework.store.memories import FACT_CHARS, Memory
-from generic_framework.store.users import Caller
+from generic_framework.store.users import Caller, conversation_key
 from generic_framework.testing import FunctionModel, tool_call
 from generic_framework.turns import Ask
 from generic_framework.wire.messages import ChatRequest
@@ -58,11 +58,15 @@ class World:
     def __init__(self, store: ConversationStore, runtime: Runtime, model: FunctionModel) -> None:
         self.store, self.runtime, self.model = store, runtime, model
         self.callers: dict[str, Caller] = {}
+        self.owners: dict[str, str] = {}  # a caller's conversations owned by another user
         self.personas: dict[str, Persona] = {}
 
     async def turn(self, who: str, text: str, persona: str = "friend", cid: str = "c1") -> str:
         caller = self.callers[who] if who != "operator" else None
-        ask = Ask(self.personas[persona], text, caller, conversation_id=f"{who}-{cid}")
+        conversation = f"{who}-{cid}"
+        if caller is not None:
+            conversation = conversation_key(self.owners.get(who, caller.user.id), conversation)
+        ask = Ask(self.personas[persona], text, caller, conversation_id=conversation)
         reply = await self.runtime.turns.respond(ask)
         return reply.content
 
@@ -164,14 +168,24 @@ async def test_the_limits_are_refused_clearly(world: World) -> None:
 
 
 async def test_a_group_chat_s_memory_is_the_group_user_s(world: World) -> None:
-    # A chat platform signs a group's turns in as the group's own user: its facts are the
-    # group's, and a member's private facts are never in them.
-    group = await world.store.add_user("telegram-group-100")
-    world.callers["group"] = Caller(group, via="token")
+    # A chat platform asks a group's turn as the member (counted for their limits) in the
+    # group user's conversation: the facts are the group's, never the member's own.
+    group = await world.store.add_user("telegram:-100")
     await world.turn("alice", REMEMBER + "alice's private fact")
-    await world.turn("group", REMEMBER + "the group meets on Fridays")
-    await world.turn("group", "when do we meet?", cid="c2")
+    world.callers["alice-in-group"] = world.callers["alice"]
+    world.owners["alice-in-group"] = group.id
+    await world.turn("alice-in-group", REMEMBER + "the group meets on Fridays")
+    await world.turn("alice-in-group", "when do we meet?", cid="c2")
     assert [f["fact"] for f in _facts(world.last_block)] == ["the group meets on Fridays"]
+    assert "alice's private fact" not in world.last_block
+    kept = await world.store.memories(group.id)
+    assert [m.text for m in kept] == ["the group meets on Fridays"]
+    await world.turn("alice", "and me?", cid="c3")
+    assert [f["fact"] for f in _facts(world.last_block)] == ["alice's private fact"]
+    # A stateless turn (no stored conversation) is the caller's own.
+    ask = Ask(world.personas["friend"], "hi", world.callers["alice"])
+    await world.runtime.turns.respond(ask)
+    assert [f["fact"] for f in _facts(world.last_block)] == ["alice's private fact"]
 
 
 def test_the_block_keeps_the_newest_within_its_budget() -> None:
