@@ -1,5 +1,6 @@
 """The bots' commands, once for every platform: ``/start``, ``/help``, ``/new``,
-``/persona [NAME]``, ``/usage``, and whatever a capability registers.
+``/persona [NAME]``, ``/usage``, ``/memory`` and ``/forget`` (:mod:`~.memory`), and whatever a
+capability registers.
 
 A :class:`CommandRegistry` holds :class:`Command` s; each platform lists them where it
 registers commands (Telegram's ``setMyCommands``, Discord's slash commands, with a command's
@@ -23,6 +24,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
+from generic_framework.chats.memory import forget_memory, show_memory
 from generic_framework.chats.surface import ChatSurface
 from generic_framework.quotas import remaining_today
 from generic_framework.runtime import Runtime
@@ -191,6 +193,8 @@ def default_commands() -> CommandRegistry:
         Command("new", "Start a fresh conversation", _new),
         Command("persona", "Choose who answers", _persona, "name", persona_names),
         Command("usage", "What is left of today's budget", _usage),
+        Command("memory", "What this persona remembers, to delete", show_memory),
+        Command("forget", "Erase what this persona remembers", forget_memory, "id"),
     ):
         registry.register(command)
     for entry in entry_points(group=ENTRY_POINTS):

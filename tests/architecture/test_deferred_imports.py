@@ -31,6 +31,7 @@ ALLOWED: dict[str, set[str]] = {
         "generic_framework.cli.users",
         "generic_framework.store.users",  # the limits of users add and keys create
     },
+    "cli/memory_commands.py": {"generic_framework.cli.memories"},  # the store, as accounts
     "cli/common.py": {"generic_framework.runtime"},
     # prometheus-client's HTTP server: only with TELEGRAM_METRICS_PORT (as telemetry/metrics.py).
     "cli/telegram.py": {"prometheus_client"},  # commands without a Runtime

@@ -78,7 +78,7 @@ def test_a_web_question_streams_a_draft_then_answers_with_linked_sources(
     assert drafts and drafts[0].params["text"] == "Searching the web…"
     assert fake_bot_api.calls_to("sendChatAction")[0].params["action"] == "typing"
     commands = [c["command"] for c in fake_bot_api.calls_to("setMyCommands")[0].params["commands"]]
-    assert commands == ["start", "help", "new", "persona", "usage"]
+    assert commands == ["start", "help", "new", "persona", "usage", "memory", "forget"]
 
 
 def test_without_drafts_the_answer_is_one_message_edited(tmp_path: Path, mock: Process) -> None:
