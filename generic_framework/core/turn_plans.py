@@ -21,6 +21,8 @@ from generic_framework.core.options import TurnOptions
 from generic_framework.core.resources import Resources
 from generic_framework.core.spec import ResolvedSpec
 from generic_framework.core.tooling import ToolPlan, build_plans, reserved_names, with_tools
+from generic_framework.errors import ConfigError
+from generic_framework.memory.tools import MEMORY_TOOL_NAMES
 from generic_framework.tools.base import FunctionTool, Tool
 from generic_framework.tools.reader import ReadFunction, has_url, make_reader_tool
 from generic_framework.tools.search import SearchFunction
@@ -76,6 +78,12 @@ class TurnPlans:
     ) -> None:
         self.spec = spec
         self.runtime = runtime
+        taken = MEMORY_TOOL_NAMES & {t.name for t in tools} if spec.memory.enabled else set()
+        if taken:
+            raise ConfigError(
+                f"persona {spec.name!r}: a persona with [memory] offers its own "
+                f"{', '.join(sorted(taken))} tool; rename the function tool"
+            )
         search = spec.web_search
         self.plain, self.web = build_plans(
             spec.name, tools, search, self._search_source(search), tools_always=spec.tools_always

@@ -15,7 +15,14 @@ from generic_framework.store.memories import MemoryStore, check_memory_id
 from generic_framework.tools.base import ToolOutcome
 from generic_framework.wire.messages import FunctionToolSpec
 
-__all__ = ["FORGET", "MEMORY_TOOL_SPECS", "REMEMBER", "MemoryTool", "memory_tools"]
+__all__ = [
+    "FORGET",
+    "MEMORY_TOOL_NAMES",
+    "MEMORY_TOOL_SPECS",
+    "REMEMBER",
+    "MemoryTool",
+    "memory_tools",
+]
 
 REMEMBER = "remember"
 FORGET = "forget"
@@ -60,6 +67,8 @@ _SPECS = {
 }
 
 
+MEMORY_TOOL_NAMES = frozenset({REMEMBER, FORGET})
+"""The names a persona with memory keeps for its two tools."""
 MEMORY_TOOL_SPECS: tuple[FunctionToolSpec, ...] = (_SPECS[REMEMBER], _SPECS[FORGET])
 """The two tools' wire forms, in the order a turn offers them."""
 

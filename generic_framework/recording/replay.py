@@ -35,7 +35,7 @@ from generic_framework.core.options import JsonSchemaFormat, TurnOptions
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
 from generic_framework.errors import ConfigError, GLMError
-from generic_framework.memory.tools import FORGET, REMEMBER
+from generic_framework.memory.tools import MEMORY_TOOL_NAMES
 from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_fixtures
 from generic_framework.mock.server import MockServer
 from generic_framework.runtime import Runtime
@@ -144,15 +144,12 @@ def _tools_offered(fixture: Fixture) -> tuple[list[str], WebSearchMode]:
     return names, mode
 
 
-MEMORY_TOOLS = frozenset({REMEMBER, FORGET})
-
-
 def _rebuilt(fixture: Fixture, runtime: Runtime) -> Persona:
     """A persona equivalent to the one that recorded ``fixture``: its prompt and tools."""
     names, mode = _tools_offered(fixture)
     # remember and forget: a persona with memory, whose turn service offers them.
-    memory = set(names) >= MEMORY_TOOLS
-    names = [name for name in names if not memory or name not in MEMORY_TOOLS]
+    memory = set(names) >= MEMORY_TOOL_NAMES
+    names = [name for name in names if not memory or name not in MEMORY_TOOL_NAMES]
     unknown = [name for name in names if name not in EXAMPLE_TOOLS]
     if unknown:
         raise ConfigError(

@@ -20,6 +20,7 @@ from generic_framework.store import ConversationStore, open_store
 from generic_framework.store.memories import FACT_CHARS, Memory
 from generic_framework.store.users import Caller, conversation_key
 from generic_framework.testing import FunctionModel, tool_call
+from generic_framework.tools import tool
 from generic_framework.turns import Ask
 from generic_framework.wire.messages import ChatRequest
 
@@ -202,3 +203,12 @@ def test_a_persona_file_s_memory_table_is_checked() -> None:
     with pytest.raises(ConfigError, match=r"memory\.remembers: unknown key"):
         Persona("p", "x", memory={"remembers": True})
     assert not Persona("p", "x").spec.memory.enabled
+
+    @tool
+    def remember(fact: str) -> str:
+        """Keep a note of one's own."""
+        return fact
+
+    with pytest.raises(ConfigError, match="offers its own remember tool"):
+        Persona("p", "x", tools=[remember], memory={"enabled": True})
+    assert Persona("p", "x", tools=[remember]).tools == (remember,)
