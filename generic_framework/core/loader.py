@@ -20,6 +20,10 @@ A persona file (every key but ``system_prompt`` is optional)::
     temperature = "ignore"              # accept (default) | ignore (send our own) | refuse (400)
     tools = "refuse"                    # also: top_p max_tokens stop response_format user
 
+    [memory]                            # keep facts about each user (generic_framework.memory)
+    enabled = true                      # off by default: remember/forget, facts in instructions
+    max_items = 20                      # facts kept per user (1-200)
+
     [web_search]                        # WEB_SEARCH_* for this persona
     mode = "auto"                       # auto | builtin | client | mcp | off
     engine = "search_pro_jina"
