@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import reachable
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
@@ -28,6 +27,10 @@ from generic_framework.testing import FunctionModel, tool_call
 from generic_framework.wire.messages import ChatRequest
 
 TOKEN = "bootstrap-token-0123456789"
+
+
+async def reachable(host: str, port: int, seconds: float) -> None:
+    """Every upstream is reachable (offline): the readiness probe's ``connect``."""
 
 
 def _answer(request: ChatRequest) -> Any:
