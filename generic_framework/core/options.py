@@ -22,6 +22,9 @@ request it builds for its one model-call seam (``Persona._call_llm``):
   ``tool_calls``); the caller runs them and sends the results back as ``continuation``.
 - ``continuation``: the messages after the turn's user message (assistant tool calls, then one
   tool message per call): the caller's tool rounds, which the next call continues from.
+- ``pictures``: the user message's pictures, checked by the turn service
+  (:mod:`generic_framework.pictures`): sent with the message to a model that sees, or as their
+  descriptions (written by the vision model first) to one that does not.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from generic_framework.pictures.parts import Picture
 from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,
@@ -87,6 +91,7 @@ class TurnOptions:
     client_tools: tuple[FunctionToolSpec, ...] = ()
     tool_choice: str | None = None
     continuation: tuple[AssistantMessage | ToolMessage, ...] = field(default=())
+    pictures: tuple[Picture, ...] = ()
 
     def __post_init__(self) -> None:
         """Z.AI's ranges (docs/protocol.md §2.1), checked before anything is sent.

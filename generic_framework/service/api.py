@@ -22,7 +22,7 @@ from generic_framework.service.mapping import (
     json_response,
     turn_body,
 )
-from generic_framework.service.requests import checked_text, parse_body, path_conversation_id
+from generic_framework.service.requests import content_parts, parse_body, path_conversation_id
 from generic_framework.service.schemas import (
     ChatCompletionRequest,
     ConversationListOut,
@@ -117,7 +117,7 @@ async def chat_completions(request: Request) -> Response:
         max_tool_rounds=persona.spec.max_tool_rounds,
     )
     key = None if cid is None else await conversation_for(request, state.runtime.users, cid)
-    ask = Ask(persona, turn.text, caller_of(request), key, turn.history, turn.options)
+    ask = Ask(persona, turn.text, caller_of(request), key, turn.history, turn.options, turn.images)
     footer = body.sources_footer
     if footer is None:
         footer = state.settings.bot_sources_footer
@@ -144,8 +144,9 @@ async def post_message(request: Request) -> Response:
     key = await conversation_for(request, state.runtime.users, cid)
     body = await parse_body(request, TurnRequest)
     persona = _persona(state, body.persona, "persona")
-    text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
-    ask = Ask(persona, text, caller_of(request), key)
+    limit = state.settings.bot_max_message_chars
+    text, images = content_parts(body.content, "body", limit, param="content")
+    ask = Ask(persona, text, caller_of(request), key, images=images)
 
     async def run() -> Response:
         if body.stream:

@@ -30,6 +30,7 @@ __all__ = [
     "ReasoningEffort",
     "check_choice",
     "profile_for",
+    "sees",
     "shape_request",
 ]
 
@@ -148,17 +149,28 @@ PROFILES: dict[str, ModelProfile] = {
             clear_thinking=True,
             efforts=_GLM52_EFFORTS,
             tool_stream=True,
-            context_window=200 * _K,
+            context_window=1024 * _K,
             max_output=128 * _K,
         ),
         *_family(
             "GLM-5.3",
-            ("glm-5.3", "glm-5.3-flash"),
+            ("glm-5.3", "glm-5.3-flashx"),
             thinking_off=False,
             clear_thinking=True,
             efforts=_GLM53_EFFORTS,
             tool_stream=True,
-            context_window=200 * _K,
+            context_window=1024 * _K,
+            max_output=128 * _K,
+        ),
+        *_family(
+            "GLM-5.3-Flash",
+            ("glm-5.3-flash",),
+            vision=True,
+            thinking_off=False,
+            clear_thinking=True,
+            efforts=_GLM53_EFFORTS,
+            tool_stream=True,
+            context_window=1024 * _K,
             max_output=128 * _K,
         ),
         *_family(
@@ -172,12 +184,21 @@ PROFILES: dict[str, ModelProfile] = {
         ),
         *_family(
             "GLM-4.6V",
-            ("glm-4.6v", "glm-4.6v-flash"),
+            ("glm-4.6v", "glm-4.6v-flash", "glm-4.6v-flashx"),
             vision=True,
             clear_thinking=False,
             tool_stream=False,
             context_window=128 * _K,
             max_output=32 * _K,
+        ),
+        *_family(
+            "GLM-5V-Turbo",
+            ("glm-5v-turbo",),
+            vision=True,
+            clear_thinking=True,
+            tool_stream=False,
+            context_window=200 * _K,
+            max_output=128 * _K,
         ),
     ]
 }
@@ -206,6 +227,13 @@ def profile_for(model: str, *, warn: bool = True) -> ModelProfile | None:
                 model,
             )
     return profile
+
+
+def sees(model: str) -> bool:
+    """Whether ``model`` takes pictures, by the table; an unknown id is taken not to (its
+    pictures are described first, never sent to a model that may refuse them)."""
+    profile = profile_for(model, warn=False)
+    return profile is not None and profile.vision
 
 
 def check_choice(
