@@ -29,7 +29,7 @@ from generic_framework.limits import (
 from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.messages import Thinking
-from generic_framework.wire.profiles import check_choice, profile_for
+from generic_framework.wire.profiles import check_choice, default_effort, profile_for
 
 __all__ = [
     "CLIENT_PARAMETERS",
@@ -69,7 +69,9 @@ class PersonaSpec(BaseModel):
         thinking: ``enabled``/``disabled`` or a :class:`Thinking`; ``None`` takes ``LLM_THINKING``.
         reasoning_effort: ``max`` ... ``none`` for the models that take it (GLM-5.2 and
             later, :mod:`generic_framework.wire.profiles`); ``None`` takes
-            ``LLM_REASONING_EFFORT`` (unset: the model's default).
+            ``LLM_REASONING_EFFORT`` (unset: ``high``, or the nearest the model takes:
+            :data:`~generic_framework.wire.profiles.DEFAULT_EFFORT`, never the model's own
+            default, which is ``max`` on GLM-5.3).
         vision_model: the model that describes a picture for this persona when its own model
             cannot see (:mod:`generic_framework.pictures.vision`); ``None`` takes
             ``LLM_VISION_MODEL``. It must be a vision model of the model table.
@@ -183,6 +185,7 @@ class PersonaSpec(BaseModel):
         effort = self.reasoning_effort or settings.llm_reasoning_effort
         model = self.model or settings.llm_model
         self._check_model(model, thinking, effort)
+        effort = effort or default_effort(model)
         vision = self.vision_model or settings.llm_vision_model
         self._check_vision(vision)
         temperature = self.temperature

@@ -42,7 +42,7 @@ from generic_framework.pictures import Picture, PictureRefused, read_pictures
 from generic_framework.pictures.vision import describe
 from generic_framework.quotas import Allowance, Refusal, admit_turn, record_turn, unlimited
 from generic_framework.store.users import Caller, UserAdmin, pseudonym
-from generic_framework.wire.profiles import check_choice, sees
+from generic_framework.wire.profiles import check_choice, nearest_effort, profile_for, sees
 
 if TYPE_CHECKING:
     from generic_framework.core.resources import Resources
@@ -149,21 +149,34 @@ class OptionRefused(Exception):
         self.code = code
 
 
-def _option_problem(ask: Ask) -> str | None:
-    """What the persona's model cannot take among the caller's options, in words: a
-    ``reasoning_effort`` is held to the rule of ``LLM_REASONING_EFFORT``
-    (:func:`~generic_framework.wire.profiles.check_choice`)."""
-    effort = ask.options.reasoning_effort if ask.options is not None else None
+def _effort(ask: Ask) -> Ask:
+    """``ask`` with the caller's ``reasoning_effort`` as the persona's model takes it: the
+    nearest value it takes (``medium`` on GLM-5.3 is sent as ``high``:
+    :func:`~generic_framework.wire.profiles.nearest_effort`).
+
+    Raises:
+        OptionRefused: the model takes no ``reasoning_effort`` at all (the words of
+            ``LLM_REASONING_EFFORT``'s rule, :func:`~generic_framework.wire.profiles.check_choice`).
+    """
+    options = ask.options
+    effort = options.reasoning_effort if options is not None else None
     model = ask.persona.spec.model
-    if effort is None or not model:
-        return None
-    return check_choice(
-        model,
-        thinking=None,
-        clear_thinking=None,
-        reasoning_effort=effort,
-        names={"model": "the persona's model", "reasoning_effort": "reasoning_effort"},
-    )
+    profile = profile_for(model, warn=False) if effort is not None and model else None
+    if options is None or effort is None or model is None or profile is None:
+        return ask
+    if not profile.efforts:
+        problem = check_choice(
+            model,
+            thinking=None,
+            clear_thinking=None,
+            reasoning_effort=effort,
+            names={"model": "the persona's model", "reasoning_effort": "reasoning_effort"},
+        )
+        raise OptionRefused("reasoning_effort", problem or "not taken")
+    taken = nearest_effort(effort, profile.efforts)
+    if taken == effort:
+        return ask
+    return replace(ask, options=replace(options, reasoning_effort=taken))
 
 
 def allowed(caller: Caller | None, persona: str) -> bool:
@@ -216,25 +229,25 @@ class TurnService:
 
         Raises:
             PersonaNotAllowed: the key may not use the persona.
-            OptionRefused: the persona's model does not take an option the caller chose, or a
+            OptionRefused: the persona's model takes no ``reasoning_effort`` and the caller
+                chose one (a value it does not take is sent as the nearest it takes), or a
                 picture is refused (``param`` ``image_url``, code ``invalid_image``).
             TurnRefused: a limit is reached (nothing ran, nothing was counted).
         """
         return (await self._admit(ask))[0]
 
-    async def _admit(self, ask: Ask) -> tuple[Allowance, tuple[Picture, ...]]:
+    async def _admit(self, ask: Ask) -> tuple[Allowance, Ask, tuple[Picture, ...]]:
+        """The allowance, ``ask`` as it runs (its effort as the model takes it), its pictures."""
         if not allowed(ask.caller, ask.persona.spec.name):
             raise PersonaNotAllowed(ask.persona.spec.name)
-        problem = _option_problem(ask)
-        if problem is not None:
-            raise OptionRefused("reasoning_effort", problem)
+        ask = _effort(ask)
         pictures = self._pictures(ask)
         if ask.caller is None or unlimited(ask.caller):
-            return _FREE, pictures
+            return _FREE, replace(ask, images=()), pictures
         admitted = await admit_turn(ask.caller, self.users, self.resources.settings, web=ask.web)
         if isinstance(admitted, Refusal):
             raise TurnRefused(admitted)
-        return admitted, pictures
+        return admitted, replace(ask, images=()), pictures
 
     def _pictures(self, ask: Ask) -> tuple[Picture, ...]:
         """The ask's pictures, checked (:func:`~generic_framework.pictures.read_pictures`)."""
@@ -284,7 +297,7 @@ class TurnService:
     async def respond(self, ask: Ask) -> Reply:
         """Admit, answer and count one turn (see :meth:`admit` for what it raises; a failed
         turn raises what the persona raised, after its billed tokens were counted)."""
-        allowance, pictures = await self._admit(ask)
+        allowance, ask, pictures = await self._admit(ask)
         ask = await self._seen(ask, pictures, allowance)
         bill, hooks = self._hooks(allowance)
         try:
@@ -306,7 +319,7 @@ class TurnService:
         Iterate them to ``Done`` or close them: the turn is counted when the generator ends,
         however it ends.
         """
-        allowance, pictures = await self._admit(ask)
+        allowance, ask, pictures = await self._admit(ask)
         ask = await self._seen(ask, pictures, allowance)
         bill, hooks = self._hooks(allowance)
         events = ask.persona.stream(
