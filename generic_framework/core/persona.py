@@ -49,7 +49,7 @@ from generic_framework.core.turn_plans import (
 )
 from generic_framework.errors import ConfigError
 from generic_framework.limits import check_text
-from generic_framework.pictures.content import stored_text, user_content
+from generic_framework.pictures.content import kept, stored_text, user_content
 from generic_framework.store.users import (
     BOOTSTRAP_USER,
     Caller,
@@ -366,7 +366,12 @@ class Persona(TurnEngine):
                     record = turn_record(
                         text, end.reply, watch.account, caller, offline=self.runtime.offline
                     )
-                    await held.append_turn(self.spec.name, stored(query, turn.new, options), record)
+                    await held.append_turn(
+                        self.spec.name,
+                        stored(query, turn.new, options),
+                        record,
+                        kept(options.pictures),
+                    )
         except BaseException as exc:
             watch.failed(exc)
             raise

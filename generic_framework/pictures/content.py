@@ -16,10 +16,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from generic_framework.pictures.parts import Picture, image_part_url
+from generic_framework.store.pictures import StoredPicture
 
 __all__ = [
     "EARLIER_PICTURE",
     "described_text",
+    "kept",
     "split_content",
     "stored_text",
     "user_content",
@@ -100,3 +102,18 @@ def stored_text(text: str, pictures: Sequence[Picture]) -> str:
                 f"[Picture {number} ({picture.label}) was shown in this turn; it is not sent again]"
             )
     return "\n\n".join(blocks)
+
+
+def kept(pictures: Sequence[Picture]) -> tuple[StoredPicture, ...]:
+    """The pictures as a stored turn keeps them: a ``data:`` picture by its bytes, an
+    ``https`` one by its address, each with its hash and description (docs/design/0329)."""
+    return tuple(
+        StoredPicture(
+            sha256=p.sha256,
+            mime=p.mime,
+            data=p.data() if p.inline else b"",
+            url=None if p.inline else p.url,
+            description=p.description,
+        )
+        for p in pictures
+    )

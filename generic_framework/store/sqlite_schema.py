@@ -157,6 +157,19 @@ def _m008_offline_turns(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE turns ADD COLUMN offline INTEGER")
 
 
+def _m009_pictures(db: sqlite3.Connection) -> None:
+    # A stored turn's pictures by content hash, removed with their turn (docs/design/0329).
+    db.execute(
+        "CREATE TABLE pictures ("
+        " conversation_id TEXT NOT NULL, turn INTEGER NOT NULL, seq INTEGER NOT NULL,"
+        " sha256 TEXT NOT NULL, mime TEXT NOT NULL, data BLOB, url TEXT, description TEXT,"
+        " PRIMARY KEY (conversation_id, turn, seq),"
+        " FOREIGN KEY (conversation_id, turn) REFERENCES turns(conversation_id, turn)"
+        " ON DELETE CASCADE) WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX pictures_by_hash ON pictures (conversation_id, sha256)")
+
+
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m001_tables,
     _m002_turn_records,
@@ -166,6 +179,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m006_users,
     _m007_chats,
     _m008_offline_turns,
+    _m009_pictures,
 )
 """Schema changes in order; never edit one that shipped, append a new one."""
 

@@ -13,6 +13,7 @@ import pytest
 from support import run_cli
 
 from generic_framework.store import SQLiteStore, TurnRecord, checksum
+from generic_framework.store.sqlite_schema import MIGRATIONS
 from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 V1 = Path(__file__).resolve().parents[1] / "store" / "data" / "conversations-v1.sqlite3"
@@ -38,9 +39,10 @@ def test_three_upgrades_at_once_migrate_a_fresh_database_once(
             pool.map(lambda _: cli({**db_env, "DATABASE_URL": url}, "db", "upgrade"), range(3))
         )
     assert [r.returncode for r in runs] == [0, 0, 0], [r.stderr for r in runs]
-    assert all("schema version 8 (up to date)" in r.stdout for r in runs)
+    latest = len(MIGRATIONS)
+    assert all(f"schema version {latest} (up to date)" in r.stdout for r in runs)
     assert postgres_server.query(url, "SELECT version FROM schema_migrations ORDER BY 1") == [
-        (v,) for v in range(1, 9)
+        (v,) for v in range(1, latest + 1)
     ]
 
 
@@ -52,9 +54,9 @@ def test_upgrade_migrates_an_existing_sqlite_file_in_data_dir(
     shutil.copy(V1, data / "conversations.sqlite3")
     done = cli(db_env, "db", "upgrade")
     assert done.returncode == 0, done.stderr
-    assert "conversations.sqlite3: schema version 8" in done.stdout
+    assert f"conversations.sqlite3: schema version {len(MIGRATIONS)}" in done.stdout
     with sqlite3.connect(data / "conversations.sqlite3") as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (8,)
+        assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
         assert db.execute("SELECT count(*) FROM messages").fetchone() == (8,)
 
 

@@ -38,6 +38,7 @@ async def test_document_covers_the_api(client_for: Client) -> None:
         ("/v1/conversations/{conversation_id}", "patch"),
         ("/v1/conversations/{conversation_id}", "delete"),
         ("/v1/conversations/{conversation_id}/turns/last", "delete"),
+        ("/v1/conversations/{conversation_id}/pictures/{sha256}", "get"),
         ("/v1/me", "get"),
         ("/v1/admin/users", "get"),
         ("/v1/admin/users", "post"),

@@ -292,12 +292,24 @@ async def test_a_later_turn_sends_the_description_not_the_picture(service: Clien
             "/v1/conversations/c1/messages", json={"persona": "reader", "content": follow_up}
         )
         stored = await client.get("/v1/conversations/c1")
+        picture = await client.get(f"/v1/conversations/c1/pictures/{DIGEST}")
+        elsewhere = await client.get(f"/v1/conversations/c2/pictures/{DIGEST}")
+        await client.delete("/v1/conversations/c1")
+        gone = await client.get(f"/v1/conversations/c1/pictures/{DIGEST}")
         report = mock.report()
     assert first.status_code == again.status_code == 200, (first.text, again.text)
     assert report["requests"] == 3
     assert report["fixtures"][0]["served"] == [1, 1, 1]
+    # The messages keep the description, never the picture; the picture is kept beside them,
+    # by its hash, with its description, and goes with the conversation.
     assert "base64" not in stored.text
-    assert DESCRIPTION in stored.text
+    assert DESCRIPTION in stored.json()["messages"][0]["content"]
+    assert stored.json()["pictures"] == [
+        {"turn": 1, "sha256": DIGEST, "mime": "image/png", "description": DESCRIPTION}
+    ]
+    assert picture.status_code == 200 and picture.content == PNG
+    assert picture.headers["content-type"] == "image/png"
+    assert elsewhere.status_code == gone.status_code == 404
 
 
 async def test_a_vision_persona_s_later_turn_does_not_resend_the_picture(

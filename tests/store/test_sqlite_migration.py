@@ -44,7 +44,7 @@ async def test_a_version_1_file_is_migrated_in_place_losing_nothing(tmp_path: Pa
     store = SQLiteStore(path)
     try:
         history = await store.load("u42", 10)
-        assert version(path) == len(MIGRATIONS) == 8
+        assert version(path) == len(MIGRATIONS)
         assert snapshot(path) == before
         assert history[0] == UserMessage(content="what's the weather in Nanaimo?")
         assert history[-1] == AssistantMessage(content="It is 4.")

@@ -194,7 +194,7 @@ def test_a_version_6_sqlite_file_is_migrated_keeping_its_data(tmp_path: Path) ->
     async def check() -> None:
         store = open_store(str(path), sqlite_path="unused")
         try:
-            assert await store.schema_version() == 8
+            assert await store.schema_version() == len(MIGRATIONS)
             assert await store.conversation_ids() == ["old-1"]
             assert [u.name for u in await store.users()] == ["admin", "carol"]
             await store.set_chat_state("telegram", "42", ChatState("old-1"))
@@ -218,7 +218,7 @@ async def test_a_version_6_postgres_database_is_migrated_keeping_its_data(
         conn.execute("INSERT INTO users (id, name, role) VALUES ('u0123456789ab', 'carol', 'user')")
     store = open_store(url, sqlite_path="unused")
     try:
-        assert await store.schema_version() == 8
+        assert await store.schema_version() == len(MIGRATIONS)
         assert await store.conversation_ids() == ["old-1"]
         assert [u.name for u in await store.users()] == ["admin", "carol"]
         await store.set_chat_state("telegram", "42", ChatState("old-1", "scout"))
