@@ -155,6 +155,14 @@ def chat(
         str | None,
         typer.Option("--model", help="Model id (LLM_MODEL).", callback=_rule("check_model_id")),
     ] = None,
+    image: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--image",
+            help="A JPEG or PNG picture to send with the message (repeatable).",
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Chat with a persona. A message starting with // is a web query.
 
@@ -171,6 +179,7 @@ def chat(
         mock=mock,
         base_url=base_url,
         model=model,
+        images=tuple(image or ()),
     )
     raise typer.Exit(run_chat(options))
 

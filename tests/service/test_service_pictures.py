@@ -362,3 +362,18 @@ async def test_an_openai_history_s_earlier_picture_is_not_sent_again(service: Cl
         report = mock.report()
     assert response.status_code == 200, response.text
     assert report["fixtures"][0]["served"] == [1]
+
+
+async def test_a_fixture_records_a_picture_by_its_hash(service: Client) -> None:
+    by_hash = question_with(f"sha256:{DIGEST}")
+    messages = [{"role": "system", "content": PROMPT}, {"role": "user", "content": by_hash}]
+    other = question_with("data:image/png;base64," + base64.b64encode(PNG + b"!").decode())
+    async with MockServer([strict("by_hash", exchange("glm-4.6v", messages, SEEN))]) as mock:
+        client = service(mock)
+        body = {"model": "seer", "messages": [{"role": "user", "content": question_with()}]}
+        matched = await client.post("/v1/chat/completions", json=body)
+        body = {"model": "seer", "messages": [{"role": "user", "content": other}]}
+        unmatched = await client.post("/v1/chat/completions", json=body)
+    assert matched.status_code == 200 and SEEN in matched.text
+    # Another picture (other bytes, so another hash) is not the recorded one.
+    assert unmatched.status_code != 200
