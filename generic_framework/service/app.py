@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,8 +70,7 @@ from generic_framework.service.readiness import UpstreamProbe, check_store
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
 
 if TYPE_CHECKING:
-    from generic_framework.chats.telegram.settings import TelegramSettings
-    from generic_framework.chats.telegram.webhook import TelegramWebhook
+    from generic_framework.chats.platforms import Webhook, WebhookFactory
 
 __all__ = ["STATIC_DIR", "create_app"]
 
@@ -152,11 +151,11 @@ async def _openapi(request: Request) -> Response:
 
 
 def _middleware(
-    settings: Settings, authenticator: Authenticator, webhook: str | None = None
+    settings: Settings, authenticator: Authenticator, webhooks: Sequence[str] = ()
 ) -> list[Middleware]:
     """The middleware stack, outermost first (the module docstring says what each does);
-    ``webhook``: the Telegram webhook's path (its secret is its auth; Telegram names the
-    public host)."""
+    ``webhooks``: the chat platforms' webhook paths (a platform's secret is its auth; the
+    platform names the public host)."""
     stack = []
     if settings.trusted_proxies:
         stack.append(Middleware(ForwardedClientMiddleware, trusted=settings.trusted_proxies))
@@ -168,7 +167,7 @@ def _middleware(
             Middleware(
                 HostAllowlistMiddleware,
                 allowed=settings.allowed_hosts,
-                open_paths=PROBE_PATHS | set(metrics) | ({webhook} if webhook else set()),
+                open_paths=PROBE_PATHS | set(metrics) | set(webhooks),
             )
         )
     origins = list(settings.cors_origins)
@@ -253,12 +252,12 @@ def _served(runtime: Runtime, personas: Mapping[str, PersonaLike] | None) -> dic
 
 
 def _lifespan(
-    state: ServiceState, telegram: TelegramWebhook | None = None
+    state: ServiceState, webhooks: Sequence[Webhook] = ()
 ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """At start-up open the store (applying its migrations, once across replicas), the runtime's
     client (off the event loop, not on the first request), its personas' MCP servers and the
-    Telegram webhook (registered with Telegram); at shutdown finish the Telegram updates under
-    way (``BOT_SHUTDOWN_TIMEOUT``) and close the runtime if the app built it (a borrowed one
+    chat platforms' webhooks (registered with each platform); at shutdown finish the updates
+    under way (``BOT_SHUTDOWN_TIMEOUT``) and close the runtime if the app built it (a borrowed one
     stays open)."""
 
     @contextlib.asynccontextmanager
@@ -269,13 +268,13 @@ def _lifespan(
             served = [p for p in state.personas.values() if isinstance(p, Persona)]
             if any(persona.spec.mcp_servers for persona in served):
                 await state.runtime.discover(served)
-            if telegram is not None:
-                await telegram.start()
+            for webhook in webhooks:
+                await webhook.start()
             try:
                 yield
             finally:
-                if telegram is not None:
-                    await telegram.stop(state.settings.bot_shutdown_timeout)
+                for webhook in webhooks:
+                    await webhook.stop(state.settings.bot_shutdown_timeout)
         finally:
             if state.owns_runtime:
                 await state.runtime.aclose()
@@ -324,29 +323,18 @@ def _state(
     )
 
 
-def _webhook(
-    runtime: Runtime, telegram: TelegramSettings | None, offline: bool
-) -> TelegramWebhook | None:
-    """The Telegram webhook's receiver, when its settings are given (python-telegram-bot is
-    imported only then)."""
-    if telegram is None:
-        return None
-    from generic_framework.chats.telegram.webhook import TelegramWebhook
-
-    return TelegramWebhook(runtime, telegram, offline=offline)
-
-
-def _starlette(state: ServiceState, webhook: TelegramWebhook | None) -> Starlette:
-    """The app's routes (the Telegram webhook's first), middleware, handlers and lifespan."""
+def _starlette(state: ServiceState, webhooks: Sequence[Webhook]) -> Starlette:
+    """The app's routes (the chat platforms' webhooks first), middleware, handlers and
+    lifespan."""
     routes = _routes()
-    if webhook is not None:
+    for webhook in webhooks:
         routes.insert(0, Route(webhook.path, webhook.endpoint, methods=["POST"]))
     authenticator = Authenticator(state.settings, state.runtime.store)
     return Starlette(
         routes=routes,
-        middleware=_middleware(state.settings, authenticator, webhook.path if webhook else None),
+        middleware=_middleware(state.settings, authenticator, [w.path for w in webhooks]),
         exception_handlers=EXCEPTION_HANDLERS,
-        lifespan=_lifespan(state, webhook),
+        lifespan=_lifespan(state, webhooks),
     )
 
 
@@ -358,7 +346,7 @@ def create_app(
     upstream_probe: UpstreamProbe | None = None,
     environ: Mapping[str, str] | None = None,
     offline: bool = False,
-    telegram: TelegramSettings | None = None,
+    webhooks: Sequence[WebhookFactory] = (),
 ) -> Starlette:
     """Build the bot service over one :class:`~generic_framework.runtime.Runtime`.
 
@@ -380,9 +368,8 @@ def create_app(
         offline: the upstream is the embedded mock (``serve`` without a key): ``GET /v1/bot``
             says so and lists its recorded questions, and a runtime the app builds stores its
             turns as offline (a borrowed runtime's own ``offline`` decides that).
-        telegram: the Telegram settings of a bot whose updates come by webhook
-            (``TELEGRAM_WEBHOOK_URL`` and ``TELEGRAM_WEBHOOK_SECRET``): the app receives them
-            at the webhook's path (chats/telegram/webhook.py).
+        webhooks: the chat platforms' webhooks (chats/platforms.py's ``webhook_factories``),
+            each built over the app's runtime and mounted at its path.
 
     Raises:
         ConfigError: a persona file or setting is invalid (``BOT_DEFAULT_PERSONA`` naming no
@@ -393,7 +380,7 @@ def create_app(
     owns = runtime is None
     runtime = _the_runtime(settings, runtime, environ, offline=offline)
     state = _state(runtime, _served(runtime, personas), owns=owns, offline=offline)
-    app = _starlette(state, _webhook(runtime, telegram, state.offline))
+    app = _starlette(state, [build(runtime, state.offline) for build in webhooks])
     # No redirect from "/v1/conversations/0%2F" to ".../0": a 307 that keeps the method would
     # send a DELETE to another conversation than the one named. Unknown paths are a JSON 404.
     app.router.redirect_slashes = False

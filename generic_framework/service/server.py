@@ -44,7 +44,7 @@ import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from generic_framework.chats.telegram.settings import TelegramSettings
+from generic_framework.chats.platforms import WebhookFactory, webhook_factories
 from generic_framework.config import Settings
 from generic_framework.errors import ConfigError
 from generic_framework.limits import check_bind_host
@@ -292,14 +292,13 @@ def run(
     Raises:
         ConfigError: the host is invalid, binding beyond loopback without ``BOT_API_TOKEN``,
             another service uses the same SQLite database (:mod:`~.sole`: several replicas
-            need ``DATABASE_URL``), a ``TELEGRAM_*`` setting is invalid (the webhook's URL
-            without its secret, or no token), the address cannot be bound
+            need ``DATABASE_URL``), a chat platform's setting is invalid (Telegram's
+            webhook URL without its secret, or no token), the address cannot be bound
             (:func:`~generic_framework.listening.listen`), or a persona file or setting is
             invalid.
     """
     settings.register_secrets()  # the key, token and password: never in a log line or body
-    telegram = TelegramSettings()  # TELEGRAM_*: the bot's webhook, when both are set
-    telegram.register_secrets()
+    webhooks = webhook_factories(os.environ)  # the chat platforms' webhooks that are set
     host = _checked_host(host if host is not None else settings.bot_host)
     port = port if port is not None else settings.bot_port
     check_bind(settings, host)
@@ -314,7 +313,7 @@ def run(
         else sole_sqlite_service(settings.database_path)
     )
     with sole:
-        _run(settings, host, port, offline_notice, telegram if telegram.webhook else None)
+        _run(settings, host, port, offline_notice, webhooks)
 
 
 def _run(
@@ -322,7 +321,7 @@ def _run(
     host: str,
     port: int,
     offline_notice: str | None,
-    telegram: TelegramSettings | None,
+    webhooks: list[WebhookFactory],
 ) -> None:
     sockets = listen(host, port)  # a taken port fails here, before the app is built
     try:
@@ -331,7 +330,7 @@ def _run(
         if offline_notice is not None:
             logger.warning("%s", offline_notice)
         offline = offline_notice is not None
-        app = create_app(settings, environ=os.environ, offline=offline, telegram=telegram)
+        app = create_app(settings, environ=os.environ, offline=offline, webhooks=webhooks)
         config = uvicorn_config(app, settings, host, port)
         state: ServiceState = app.state.service
         server = DrainingServer(config, state.drain, settings.bot_drain_delay)

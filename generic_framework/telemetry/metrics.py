@@ -197,6 +197,8 @@ _SPECS: tuple[tuple[str, str, str, tuple[str, ...], tuple[float, ...]], ...] = (
     ("telegram_updates", "counter", "Telegram updates by outcome (received: every update "
      "taken in; answered: a turn or a command answered; refused: a stranger, a limit or a "
      "message that is not text; failed: no answer could be made or sent).", ("outcome",), ()),
+    ("chat_updates", "counter", "Chat platform updates by platform and outcome (the outcomes "
+     "of telegram_updates, for every platform).", ("platform", "outcome"), ()),
 )  # fmt: skip
 
 
@@ -230,7 +232,7 @@ class Metrics:
         self._upstream_seconds = f["upstream_request_duration_seconds"]
         self._retries = f["upstream_retries"]
         self._overflows = f["context_overflows"]
-        self._telegram = f["telegram_updates"]
+        self._telegram, self._chat_updates = f["telegram_updates"], f["chat_updates"]
         self._reachable: float | None = None
         if registry is not None:
             self._registry = self._register(registry)
@@ -342,9 +344,12 @@ class Metrics:
 
     # ------------------------------------------------------------------ chat platforms
 
-    def telegram_update(self, outcome: str) -> None:
-        """A Telegram update was ``received``, ``answered``, ``refused`` or ``failed``."""
-        self._telegram.child(outcome).inc()
+    def chat_update(self, platform: str, outcome: str) -> None:
+        """An update of ``platform`` was ``received``, ``answered``, ``refused`` or ``failed``
+        (Telegram's are counted in ``telegram_updates`` too, the counter's earlier name)."""
+        self._chat_updates.child(platform, outcome).inc()
+        if platform == "telegram":
+            self._telegram.child(outcome).inc()
 
     # ------------------------------------------------------------------ exposition
 

@@ -52,7 +52,7 @@ ALLOWED: dict[str, set[str]] = {
     "runtime.py": {"generic_framework.core.loader"},
     "service/info.py": {"generic_framework.mock"},
     # python-telegram-bot: only for a service that receives a Telegram bot's webhook.
-    "service/app.py": {"generic_framework.chats.telegram.webhook"},
+    "chats/telegram/platform.py": {"generic_framework.chats.telegram.webhook"},
     "service/sole.py": {"fcntl"},  # POSIX only: elsewhere no lock file, as before
     "mock/server.py": {"generic_framework.telemetry.logs"},  # only when serving
     "service/errors.py": {"generic_framework.mock.catalog"},  # an unrecorded question only

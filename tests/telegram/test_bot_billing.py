@@ -16,7 +16,7 @@ from billed_turns import BILLED, TOOL, fail_after_the_tool, opened_store
 from fake_bot_api import TOKEN, FakeBotAPI
 from telegram import Bot, Update
 
-from generic_framework.chats.telegram.access import Access
+from generic_framework.chats.access import Access
 from generic_framework.chats.telegram.handlers import Handlers
 from generic_framework.config import Settings
 from generic_framework.core.spec import PersonaSpec

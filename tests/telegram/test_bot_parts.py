@@ -13,9 +13,10 @@ import pytest
 from telegram import Bot, Chat, Message, MessageEntity, User
 from telegram.error import BadRequest, NetworkError, RetryAfter
 
+from generic_framework.chats.access import Access
 from generic_framework.chats.lanes import Lanes
 from generic_framework.chats.people import refusal_text
-from generic_framework.chats.telegram.access import Access, addressed, chat_key
+from generic_framework.chats.telegram.access import addressed, chat_key
 from generic_framework.chats.telegram.delivery import ATTEMPTS, Delivery
 from generic_framework.chats.telegram.settings import TelegramSettings
 from generic_framework.errors import ConfigError

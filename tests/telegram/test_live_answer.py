@@ -11,9 +11,11 @@ import pytest
 from fake_bot_api import FakeBotAPI
 from telegram import Bot
 
-from generic_framework.chats.telegram import live
+from generic_framework.chats import live
+from generic_framework.chats.live import LiveAnswer
+from generic_framework.chats.message import ChatRef
 from generic_framework.chats.telegram.delivery import Delivery
-from generic_framework.chats.telegram.live import ChatRef, Drafts, LiveAnswer
+from generic_framework.chats.telegram.surface import Drafts, TelegramSurface, send_chunks
 from generic_framework.core.events import Done, PersonaEvent, RoundStarted, TextDelta
 from generic_framework.core.reply import Reply
 
@@ -38,7 +40,7 @@ async def events(
 async def answer(fake: FakeBotAPI, chat: ChatRef, source: AsyncIterator[PersonaEvent]) -> Reply:
     fake.received(fake.text("hi", chat_id=chat.chat_id, chat_type="supergroup")["message"])
     async with Bot(fake.token, base_url=f"{fake.base_url}/bot") as bot:
-        live = LiveAnswer(bot, chat, interval=0.5, drafts=Drafts(), web=False)
+        live = LiveAnswer(TelegramSurface(bot, chat, drafts=Drafts()), interval=0.5, web=False)
         return await live.run(source)
 
 
@@ -75,9 +77,8 @@ async def test_a_private_draft_is_renewed_while_a_long_search_runs(
 
     fake_bot_api.received(fake_bot_api.text("// weather")["message"])
     async with Bot(fake_bot_api.token, base_url=f"{fake_bot_api.base_url}/bot") as bot:
-        answer_ = LiveAnswer(
-            bot, ChatRef(1001, private=True), interval=0.5, drafts=Drafts(), web=True
-        )
+        surface = TelegramSurface(bot, ChatRef(1001, private=True), drafts=Drafts())
+        answer_ = LiveAnswer(surface, interval=0.5, web=True)
         await answer_.run(slow_search())
     drafts = [c.params["text"] for c in fake_bot_api.calls_to("sendMessageDraft")]
     assert drafts.count("Searching the web…") >= 3
@@ -93,7 +94,7 @@ async def test_a_refused_part_is_sent_again_as_plain_text_and_no_part_twice(
         "sendMessage", status=400, description="Bad Request: can't parse entities: test"
     )
     async with Bot(fake_bot_api.token, base_url=f"{fake_bot_api.base_url}/bot") as bot:
-        await live.send_chunks(bot, Delivery(), ChatRef(GROUP), chunks, first_into=None)
+        await send_chunks(bot, Delivery(), ChatRef(GROUP), chunks, first_into=None)
     shown = [m["text"] for m in fake_bot_api.chat_messages(GROUP) if m["from"]["is_bot"]]
     assert shown == ["one & more", "two", "three x < y"]
     sent = [c for c in fake_bot_api.calls_to("sendMessage") if c.status == 200]

@@ -1,9 +1,8 @@
-"""Who may use the bot, which messages are meant for it, and which conversation they go to.
+"""Which Telegram messages are meant for the bot, and which conversation they go to.
 
-**Access** is closed by default: anyone can find a bot and spend its owner's credit. A
-message is let in when its sender is in ``TELEGRAM_ALLOWED_USERS`` or its chat in
-``TELEGRAM_ALLOWED_CHATS`` (``*``: anyone, any chat). A stranger gets :func:`stranger_text`,
-their own user id and how to be let in, and no model call.
+**Access** is the neutral layer's (:mod:`generic_framework.chats.access`): a message is let in
+when its sender is in ``TELEGRAM_ALLOWED_USERS`` or its chat in ``TELEGRAM_ALLOWED_CHATS``
+(``*``: anyone, any chat); :data:`NAMES` words a stranger's reply.
 
 **Groups**: the bot answers only a message meant for it: one that mentions it (``@bot`` or a
 text mention), replies to one of its messages, starts with a command (``/cmd`` or
@@ -22,37 +21,16 @@ from dataclasses import dataclass
 from telegram import Message, MessageEntity
 from telegram.constants import ChatType
 
+from generic_framework.chats.access import Names
 from generic_framework.core.persona import WEB_PREFIX
 
-__all__ = ["Access", "Addressed", "addressed", "chat_key", "stranger_text", "thread_of"]
+__all__ = ["NAMES", "Addressed", "addressed", "chat_key", "thread_of"]
 
 _COMMAND = re.compile(r"[A-Za-z0-9_]{1,32}")
 
 
-@dataclass(frozen=True, slots=True)
-class Access:
-    """The allowlists (``None``: anyone)."""
-
-    users: frozenset[int] | None
-    chats: frozenset[int] | None
-
-    def allows(self, user_id: int | None, chat_id: int) -> bool:
-        """True when the user, or the chat they write in, is let in."""
-        user_ok = self.users is None or (user_id is not None and user_id in self.users)
-        return user_ok or self.chats is None or chat_id in self.chats
-
-
-def stranger_text(user_id: int | None, chat_id: int, private: bool) -> str:
-    """The only answer a stranger gets."""
-    lines = [
-        "Sorry, this bot only answers the people its owner let in.",
-        f"Your Telegram user id is {user_id}.",
-        "To be let in, ask the owner to add it to TELEGRAM_ALLOWED_USERS",
-    ]
-    if not private:
-        lines[-1] += f" (or this chat, {chat_id}, to TELEGRAM_ALLOWED_CHATS)"
-    lines[-1] += "."
-    return "\n".join(lines)
+NAMES = Names("Telegram", "TELEGRAM_ALLOWED_USERS", "TELEGRAM_ALLOWED_CHATS")
+"""How a stranger's reply names Telegram's settings."""
 
 
 def chat_key(message: Message) -> str:

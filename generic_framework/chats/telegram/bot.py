@@ -1,37 +1,41 @@
 """The bot: python-telegram-bot's Application over one Runtime, for polling and webhooks alike.
 
 One :class:`TelegramBot` owns a python-telegram-bot ``Application`` (its Bot API client, its
-update queue, one handler) and hands every update to its
-:class:`~generic_framework.chats.lanes.Lanes`: the updates of one chat run one at a time, in
-order, those of different chats side by side. ``generic-framework telegram`` feeds the
+update queue, its handlers: a ``MessageHandler`` for new messages, a ``CallbackQueryHandler``
+for persona buttons) and hands every update to the lanes of the neutral layer's
+:class:`~generic_framework.chats.answering.Answerer`: the updates of one chat run one at a time,
+in order, those of different chats side by side. ``generic-framework telegram`` feeds the
 Application by long polling (:func:`generic_framework.chats.telegram.polling.poll`); ``serve``
 feeds it from Telegram's webhook (:mod:`generic_framework.chats.telegram.webhook`), and then
 claims each ``update_id`` in the store first, so an update Telegram delivers to two replicas
 is answered once.
 
 Every update is counted (``received``, then ``answered``, ``refused`` or ``failed``) and logged
-with a request id of its own; an exception of a handler is logged (redacted, like every log
-line) and counted as ``failed``, and the bot goes on with the next update.
+with a request id of its own (``tg-...``); an exception of a handler is logged (redacted, like
+every log line) and counted as ``failed``, and the bot goes on with the next update.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import uuid
 
 from telegram import BotCommand, Update
-from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    CallbackQueryHandler,
+    ContextTypes,
+    MessageHandler,
+    filters,
+)
 
-from generic_framework.chats.lanes import Lanes
-from generic_framework.chats.telegram.access import Access
-from generic_framework.chats.telegram.commands import COMMANDS, PLATFORM
-from generic_framework.chats.telegram.handlers import REQUEST_ID, Handlers
+from generic_framework.chats.access import Access
+from generic_framework.chats.answering import Outcome
+from generic_framework.chats.telegram.handlers import PLATFORM, Handlers
 from generic_framework.chats.telegram.settings import TelegramSettings
 from generic_framework.redaction import redact
 from generic_framework.runtime import Runtime
 from generic_framework.telemetry.logs import RedactingFilter
-from generic_framework.telemetry.metrics import Metrics
 
 __all__ = ["ALLOWED_UPDATES", "TelegramBot", "build_application", "redact_library_logs"]
 
@@ -92,15 +96,10 @@ class TelegramBot:
         self.claim = not polling
         self.offline = offline
         self.application = build_application(settings, polling=polling)
-        self.application.add_handler(TypeHandler(Update, self._on_update))
+        self.application.add_handler(CallbackQueryHandler(self._on_update))
+        self.application.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self._on_update))
         self.application.add_error_handler(self._on_error)
-        self.lanes = Lanes(on_error=self._lane_failed)
         self.handlers: Handlers | None = None
-
-    @property
-    def metrics(self) -> Metrics:
-        """The runtime's metrics."""
-        return self.runtime.telemetry.metrics
 
     async def start(self) -> None:
         """Initialise the Application (``getMe``: the token is checked) and register the
@@ -115,11 +114,12 @@ class TelegramBot:
         access = Access(self.settings.allowed_users, self.settings.allowed_chats)
         interval = self.settings.telegram_edit_interval
         self.handlers = Handlers(self.runtime, bot, access, interval=interval, offline=self.offline)
-        commands = [BotCommand(name, text) for name, text in COMMANDS]
+        registry = self.handlers.answerer.commands
+        commands = [BotCommand(c.name, c.description) for c in registry]
         await self.handlers.delivery.send("setMyCommands", lambda: bot.set_my_commands(commands))
         await self.application.start()
         logger.info("Telegram bot @%s ready", bot.username)
-        if access.users == frozenset() and access.chats == frozenset():
+        if access.closed:
             logger.warning(
                 "TELEGRAM_ALLOWED_USERS and TELEGRAM_ALLOWED_CHATS are both empty: the bot lets "
                 "nobody in. A stranger's reply shows their user id; let them in with "
@@ -130,7 +130,9 @@ class TelegramBot:
         """Finish the updates under way (at most ``grace`` seconds), then stop."""
         if self.application.running:
             await self.application.stop()
-        done = await self.lanes.join(grace)
+        done = True
+        if self.handlers is not None:
+            done = await self.handlers.answerer.lanes.join(grace)
         if not done:
             logger.warning("stopped with Telegram updates still under way (after %g s)", grace)
         await self.application.shutdown()
@@ -140,49 +142,23 @@ class TelegramBot:
         await self.application.update_queue.put(update)
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        self.metrics.telegram_update("received")
-        self.lanes.submit(_lane(update), lambda: self._process(update))
+        handlers = self.handlers
+        assert handlers is not None
+        handlers.answerer.submit(
+            _lane(update),
+            f"update {update.update_id}",
+            lambda: self._process(handlers, update),
+            lambda: handlers.apologise(update),
+        )
 
-    async def _process(self, update: Update) -> None:
-        request_id = f"tg-{uuid.uuid4().hex[:16]}"
-        REQUEST_ID.set(request_id)  # this lane job's own context: the handlers' log lines
-        extra = {"request_id": request_id, "update_id": update.update_id}
+    async def _process(self, handlers: Handlers, update: Update) -> Outcome:
         if self.claim and not await self._claim(update.update_id):
-            logger.info(
-                "request %s: update %d was claimed by another replica",
-                request_id,
-                update.update_id,
-                extra=extra,
-            )
-            return
-        assert self.handlers is not None
-        try:
-            outcome = await self.handlers.handle(update)
-        except Exception as exc:
-            self.metrics.telegram_update("failed")
-            logger.error(
-                "request %s: update %d failed (%s: %s)",
-                request_id,
-                update.update_id,
-                type(exc).__name__,
-                redact(str(exc)),
-                extra=extra,
-            )
-            with contextlib.suppress(Exception):  # the chat may be the fault (blocked, gone)
-                await self.handlers.apologise(update)
-            return
-        if outcome is not None:
-            self.metrics.telegram_update(outcome)
-            logger.info(
-                "request %s: update %d %s", request_id, update.update_id, outcome, extra=extra
-            )
+            logger.info("update %d was claimed by another replica", update.update_id)
+            return None
+        return await handlers.handle(update)
 
     async def _claim(self, update_id: int) -> bool:
         return await self.runtime.chat_states.claim_update(PLATFORM, update_id)
-
-    def _lane_failed(self, key: str, exc: BaseException) -> None:
-        self.metrics.telegram_update("failed")
-        logger.error("a Telegram update failed (%s: %s)", type(exc).__name__, redact(str(exc)))
 
     async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         exc = context.error

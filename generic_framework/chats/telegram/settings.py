@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from generic_framework.chats.access import ANYONE, parse_ids
 from generic_framework.environment import environment_values
 from generic_framework.errors import ConfigError
 from generic_framework.limits import BaseURL, wording
@@ -40,29 +41,10 @@ __all__ = ["ANYONE", "DEFAULT_API_URL", "WEBHOOK_PATH", "TelegramSettings", "par
 DEFAULT_API_URL = "https://api.telegram.org"
 WEBHOOK_PATH = "/telegram/webhook"
 """Where ``serve`` receives updates when ``TELEGRAM_WEBHOOK_URL`` has no path of its own."""
-ANYONE = "*"
-"""``TELEGRAM_ALLOWED_USERS=*``: every user (or chat) is let in."""
 
 _TOKEN = re.compile(r"^[0-9]{1,20}:[A-Za-z0-9_-]{10,200}$")
 _SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what setWebhook's secret_token allows
 _SECRET_FIELDS = frozenset({"telegram_bot_token", "telegram_webhook_secret"})
-
-
-def parse_ids(text: str) -> frozenset[int] | None:
-    """A comma-separated list of numeric ids as a set; ``None`` for ``*`` (anyone).
-
-    Raises:
-        ValueError: an entry is not a whole number, or ``*`` is mixed with ids.
-    """
-    parts = [part.strip() for part in text.split(",") if part.strip()]
-    if parts == [ANYONE]:
-        return None
-    ids = set()
-    for part in parts:
-        if not re.fullmatch(r"-?[0-9]{1,20}", part):
-            raise ValueError("must be comma-separated numeric ids, or * for anyone")
-        ids.add(int(part))
-    return frozenset(ids)
 
 
 class TelegramSettings(BaseModel):
@@ -81,6 +63,13 @@ class TelegramSettings(BaseModel):
 
     def __init__(self, **values: Any) -> None:
         self._read(values, environment_values(type(self), os.environ))
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> TelegramSettings:
+        """Settings from ``environ`` (the rules of the environment's reading)."""
+        settings = cls.__new__(cls)
+        settings._read({}, environment_values(cls, environ))
+        return settings
 
     def _read(self, values: dict[str, Any], environment: Mapping[str, Any]) -> None:
         try:
