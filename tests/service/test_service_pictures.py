@@ -377,3 +377,34 @@ async def test_a_fixture_records_a_picture_by_its_hash(service: Client) -> None:
     assert matched.status_code == 200 and SEEN in matched.text
     # Another picture (other bytes, so another hash) is not the recorded one.
     assert unmatched.status_code != 200
+
+
+async def test_a_web_question_with_a_picture_searches_and_sees(
+    tmp_path: Path, service: Client
+) -> None:
+    (tmp_path / "personas").mkdir()
+    (tmp_path / "personas" / "seer.toml").write_text(
+        f'system_prompt = "{PROMPT}"\nmodel = "glm-4.6v"\n\n[web_search]\nmode = "builtin"\n',
+        encoding="utf-8",
+    )
+    question = "where can I buy this?"
+    recorded = exchange(
+        "glm-4.6v",
+        [{"role": "user", "content": question_with(f"sha256:{DIGEST}", text=question)}],
+        "At the corner shop [ref_1].",
+    )
+    recorded["request"]["body"]["tools"] = [{"type": "web_search", "web_search": {}}]
+    fixture = Fixture.model_validate(
+        {"name": "search_and_sight", "user_input": question, "exchanges": [recorded]}
+    )
+    async with MockServer([fixture]) as mock:
+        client = service(mock)
+        asked = question_with(text=f"// {question}")
+        body = {"model": "seer", "messages": [{"role": "user", "content": asked}]}
+        response = await client.post("/v1/chat/completions", json=body)
+        report = mock.report()
+    assert response.status_code == 200, response.text
+    assert "corner shop" in response.text
+    # Served only to a request offering the built-in search with the picture beside the
+    # question (the `//` taken off it).
+    assert report["fixtures"][0]["served"] == [1]
