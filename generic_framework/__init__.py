@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "PersonaEvent": "generic_framework.core.events",
     "PersonaNotAllowed": "generic_framework.turns",
     "PersonaSpec": "generic_framework.core.spec",
+    "PictureRefused": "generic_framework.pictures",
     "QuotaExceededError": "generic_framework.wire.errors",
     "RateLimitError": "generic_framework.wire.errors",
     "Reply": "generic_framework.core.reply",
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
     from generic_framework.errors import ToolLoopError as ToolLoopError
     from generic_framework.mcp_tools.connection import MCPFailure as MCPFailure
     from generic_framework.mcp_tools.spec import MCPServerSpec as MCPServerSpec
+    from generic_framework.pictures import PictureRefused as PictureRefused
     from generic_framework.runtime import Runtime as Runtime
     from generic_framework.store.base import ConversationStore as ConversationStore
     from generic_framework.store.sqlite import SQLiteStore as SQLiteStore

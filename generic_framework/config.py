@@ -53,6 +53,7 @@ from generic_framework.limits import (
     trusted_proxies,
     wording,
 )
+from generic_framework.pictures.parts import MAX_IMAGE_BYTES_DEFAULT, MAX_IMAGES_DEFAULT
 from generic_framework.redaction import redact_url, register_secret
 
 __all__ = [
@@ -116,6 +117,7 @@ class Settings(BaseModel):
     llm_temperature: Temperature | None = None
     llm_thinking: ThinkingMode | None = None
     llm_reasoning_effort: ReasoningEffort | None = None
+    llm_vision_model: ModelId = "glm-4.6v"
     llm_timeout: Seconds = 240.0
     llm_connect_timeout: Seconds = 60.0
     llm_pool_timeout: Seconds = 60.0
@@ -144,6 +146,8 @@ class Settings(BaseModel):
     bot_api_token: SecretStr | None = None
     bot_max_body: BodyBytes = BODY_BYTES_DEFAULT
     bot_max_message_chars: int = Field(default=16000, ge=1)
+    bot_max_image_bytes: int = Field(default=MAX_IMAGE_BYTES_DEFAULT, ge=1)
+    bot_max_images: int = Field(default=MAX_IMAGES_DEFAULT, ge=0, le=50)
     bot_cors_origins: str = ""
     bot_allowed_hosts: HostList = ""
     bot_trusted_proxies: TrustedProxies = ""

@@ -8,9 +8,10 @@ raises is logged (redacted, like every log line), counted as ``failed``, and the
 short apology, and the bot goes on with the next update.
 
 :meth:`Answerer.answer` answers one :class:`~generic_framework.chats.message.Incoming`: a
-stranger gets their user id and how to be let in (no model call); a message without text, or
-with a file (a photo, a voice message), gets a polite "text only"; a command is run from the
-registry; anything else is a turn.
+stranger gets their user id and how to be let in (no model call); a message with pictures (a
+photo, an image document: :mod:`~generic_framework.chats.pictures`) is a turn with them, its
+caption as the text; a message without text, or with another file (a voice message), gets a
+polite "text and pictures only"; a command is run from the registry; anything else is a turn.
 
 A turn is asked of the runtime's turn service (:mod:`generic_framework.turns`) by the sender's
 user (``<platform>:<id>``: admitted against their limits, counted in their daily totals however
@@ -39,18 +40,20 @@ from generic_framework.chats.lanes import Lanes
 from generic_framework.chats.live import LiveAnswer
 from generic_framework.chats.message import Incoming
 from generic_framework.chats.people import caller_for, platform_user, refusal_text
+from generic_framework.chats.pictures import NOT_A_PICTURE, picture_urls, refusal_reply
 from generic_framework.chats.surface import ChatSurface
 from generic_framework.core.persona import Persona
 from generic_framework.errors import ConfigError, GLMError
+from generic_framework.pictures import PictureRefused
 from generic_framework.redaction import redact
 from generic_framework.runtime import Runtime
 from generic_framework.store.users import conversation_key
-from generic_framework.turns import Ask, TurnRefused
+from generic_framework.turns import Ask, OptionRefused, TurnRefused
 from generic_framework.wire import errors as e
 
 __all__ = ["REQUEST_ID", "SORRY", "TEXT_ONLY", "Answerer", "Outcome", "friendly_error"]
 
-TEXT_ONLY = "Sorry, I can only read text messages. Please write your question."
+TEXT_ONLY = NOT_A_PICTURE
 SORRY = "Sorry, something went wrong while answering. Please try again."
 REQUEST_ID: ContextVar[str] = ContextVar("chat_request_id", default="-")
 """The request id of the update being answered (set for each update's job)."""
@@ -165,14 +168,27 @@ class Answerer:
                 stranger_text(self.names, incoming.sender, chat.chat_id, chat.private)
             )
             return "refused"
-        if not incoming.text.strip() or incoming.attachments:
+        images: tuple[str, ...] = ()
+        if incoming.attachments:
+            settings = self.runtime.settings
+            try:
+                images = await picture_urls(
+                    incoming.attachments,
+                    max_count=settings.bot_max_images,
+                    max_bytes=settings.bot_max_image_bytes,
+                )
+            except PictureRefused as exc:
+                words = str(exc)
+                await surface.say(words if words == NOT_A_PICTURE else refusal_reply(exc))
+                return "refused"
+        if not incoming.text.strip() and not images:
             await surface.say(TEXT_ONLY)
             return "refused"
-        if incoming.command is not None:
+        if incoming.command is not None and not images:
             ctx = await self.context(incoming.sender, incoming.key, surface)
             await self.commands.run(ctx, incoming.command, incoming.argument)
             return "answered"
-        return await self.turn(incoming, surface)
+        return await self.turn(incoming, surface, images)
 
     async def context(self, sender: int, key: str, surface: ChatSurface) -> CommandContext:
         """A command's context for ``sender`` in the chat ``key``."""
@@ -184,8 +200,11 @@ class Answerer:
             return self.runtime.persona(name)
         return self.runtime.persona(None)
 
-    async def turn(self, incoming: Incoming, surface: ChatSurface) -> str:
-        """Run one turn of the chat's persona and show it live."""
+    async def turn(
+        self, incoming: Incoming, surface: ChatSurface, images: tuple[str, ...] = ()
+    ) -> str:
+        """Run one turn of the chat's persona (with the message's pictures) and show it
+        live."""
         store = self.runtime.users
         user = await platform_user(store, self.platform, incoming.sender)
         owner = user
@@ -194,11 +213,14 @@ class Answerer:
         state = await chat_state(self.runtime, self.platform, incoming.key)
         persona = self._persona(state.persona)
         conversation = conversation_key(owner.id, state.conversation_id)
-        ask = Ask(persona, incoming.text, caller_for(user), conversation)
+        ask = Ask(persona, incoming.text, caller_for(user), conversation, images=images)
         try:
             events = await self.runtime.turns.stream(ask)
         except TurnRefused as refused:
             await surface.say(refusal_text(refused.refusal))
+            return "refused"
+        except OptionRefused as refused:
+            await surface.say(refusal_reply(refused))
             return "refused"
         live = LiveAnswer(surface, interval=self.interval, web=ask.web)
         try:

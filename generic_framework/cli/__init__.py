@@ -124,6 +124,16 @@ PortOpt = Annotated[
 ]
 
 
+ImageOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--image",
+        help="A JPEG or PNG picture to send with the message (repeatable).",
+        dir_okay=False,
+    ),
+]
+
+
 @app.command(epilog=_EPILOG)
 def chat(
     message: Annotated[
@@ -157,6 +167,7 @@ def chat(
         str | None,
         typer.Option("--model", help="Model id (LLM_MODEL).", callback=_rule("check_model_id")),
     ] = None,
+    image: ImageOpt = None,
 ) -> None:
     """Chat with a persona. A message starting with // is a web query.
 
@@ -165,15 +176,8 @@ def chat(
     """
     from generic_framework.cli.chat import ChatOptions, run_chat
 
-    options = ChatOptions(
-        message=message,
-        persona=persona,
-        conversation=conversation,
-        as_json=as_json,
-        mock=mock,
-        base_url=base_url,
-        model=model,
-    )
+    images = tuple(image or ())
+    options = ChatOptions(message, persona, conversation, as_json, mock, base_url, model, images)
     raise typer.Exit(run_chat(options))
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from generic_framework.cli.common import (
     EXIT_ERROR,
     EXIT_OK,
+    EXIT_USAGE,
     err,
     new_conversation_id,
     open_runtime,
@@ -21,8 +23,9 @@ from generic_framework.cli.output import print_reply
 from generic_framework.config import Settings
 from generic_framework.core.reply import Reply
 from generic_framework.errors import GLMError
+from generic_framework.pictures import data_url, sniff_mime
 from generic_framework.runtime import Runtime
-from generic_framework.turns import Ask
+from generic_framework.turns import Ask, OptionRefused
 
 __all__ = ["ChatOptions", "run_chat"]
 
@@ -38,6 +41,7 @@ class ChatOptions:
     mock: bool = False
     base_url: str | None = None
     model: str | None = None
+    images: tuple[Path, ...] = ()
 
 
 def run_chat(options: ChatOptions) -> int:
@@ -51,9 +55,9 @@ def run_chat(options: ChatOptions) -> int:
             if offline:
                 err(offline_notice(options.mock))
             runtime = open_runtime(active, specs, offline=offline)
-            if options.message is None:
+            if options.message is None and not options.images:
                 return interactive(runtime, options.persona, options.conversation, offline)
-            return _one_shot(runtime, options.message, options, offline)
+            return _one_shot(runtime, options.message or "", options, offline)
 
     return run_command(chat, base_url=options.base_url, llm_model=options.model)
 
@@ -61,7 +65,11 @@ def run_chat(options: ChatOptions) -> int:
 def _one_shot(runtime: Runtime, message: str, options: ChatOptions, offline: bool) -> int:
     asked = runtime.persona(options.persona).spec.name
     try:
-        reply = asyncio.run(_answer(runtime, message, options))
+        images = tuple(_picture_url(path) for path in options.images)
+        reply = asyncio.run(_answer(runtime, message, options, images))
+    except (OSError, OptionRefused) as exc:
+        err(f"error: {exc}")
+        return EXIT_USAGE
     except GLMError as exc:
         if offline and unrecorded(exc):
             err(no_recording_text(runtime.settings.is_coding_endpoint, asked))
@@ -74,9 +82,19 @@ def _one_shot(runtime: Runtime, message: str, options: ChatOptions, offline: boo
     return EXIT_OK
 
 
-async def _answer(runtime: Runtime, message: str, options: ChatOptions) -> Reply:
+def _picture_url(path: Path) -> str:
+    """``path``'s bytes as a ``data:`` URL of the type they say they are (the turn service
+    checks them: another type, or too large, is refused before anything is sent)."""
+    data = path.read_bytes()
+    return data_url(data, sniff_mime(data) or "application/octet-stream")
+
+
+async def _answer(
+    runtime: Runtime, message: str, options: ChatOptions, images: tuple[str, ...] = ()
+) -> Reply:
     """The persona's reply, from the runtime opened for this one turn."""
     async with runtime:
         persona = runtime.persona(options.persona)
         conversation = options.conversation or new_conversation_id()
-        return await runtime.turns.respond(Ask(persona, message, None, conversation))
+        ask = Ask(persona, message, None, conversation, images=images)
+        return await runtime.turns.respond(ask)

@@ -10,8 +10,9 @@ takes them as **OpenAI-style message dicts** (what an OpenAI client sends in ``m
 The rules, in one place (:func:`foreign_history`):
 
 - ``content`` is a string, or a list of text parts (``{"type": "text", "text": ...}``) joined;
-  other parts (images...) are refused. It must be UTF-8 text
-  (:func:`~generic_framework.limits.check_text`).
+  a user message's image parts become a mark (:data:`~generic_framework.pictures.EARLIER_PICTURE`):
+  an earlier picture is not sent again (docs/design/0329); other parts are refused. It must be
+  UTF-8 text (:func:`~generic_framework.limits.check_text`).
 - ``user`` and ``assistant`` messages become the turn's history; ``system`` and ``developer``
   messages become extra system messages, sent after the persona's own prompt (when the persona
   allows it: ``allow_client_system``).
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generic_framework.limits import check_text
+from generic_framework.pictures.content import EARLIER_PICTURE, split_content
 from generic_framework.wire.messages import AssistantMessage, Message, SystemMessage, UserMessage
 
 __all__ = ["ForeignHistory", "HistoryItem", "foreign_history", "message_text"]
@@ -54,27 +56,25 @@ class ForeignHistory:
     messages: tuple[Message, ...]
 
 
-def message_text(content: object, where: str) -> str:
+def message_text(content: object, where: str, *, pictures: bool = False) -> str:
     """The text of an OpenAI ``content``: a string, its text parts joined, or ``""`` for None.
 
+    With ``pictures`` (a user message of a history), each image part becomes the mark
+    :data:`~generic_framework.pictures.EARLIER_PICTURE` after the text; without, it is refused.
+
     Raises:
-        ValueError: a part that is not text, or text that is not UTF-8; ``where`` names it.
+        ValueError: a part that is neither text nor (with ``pictures``) an image, or text
+            that is not UTF-8; ``where`` names it.
     """
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return _checked(content, where)
-    if not isinstance(content, list):
-        raise ValueError(f"{where}.content must be a string or a list of text parts")
-    texts = []
-    for index, part in enumerate(content):
-        if not isinstance(part, Mapping) or part.get("type") != "text":
-            raise ValueError(f"{where}.content[{index}]: only text content parts are supported")
-        text = part.get("text")
-        if not isinstance(text, str):
-            raise ValueError(f"{where}.content[{index}].text must be a string")
-        texts.append(text)
-    return _checked("".join(texts), where)
+    text, urls = split_content(content, where)
+    if urls and not pictures:
+        raise ValueError(
+            f"{where}.content: only text content parts are supported here (pictures go in "
+            "user messages)"
+        )
+    if urls:
+        text = "\n\n".join([*([text] if text else []), *[EARLIER_PICTURE] * len(urls)])
+    return _checked(text, where)
 
 
 def _checked(text: str, where: str) -> str:
@@ -107,7 +107,7 @@ def foreign_history(items: Sequence[HistoryItem], *, name: str = "history") -> F
         role = _role(item, where)
         if role == "tool":
             continue
-        text = message_text(item.get("content"), where)
+        text = message_text(item.get("content"), where, pictures=role == "user")
         if role in ("system", "developer"):
             if text.strip():
                 system.append(SystemMessage(content=text))

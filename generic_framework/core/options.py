@@ -26,6 +26,9 @@ request it builds for its one model-call seam (``Persona._call_llm``):
   client: system messages sent after the persona's instructions, and tools the persona runs
   beside its own (a persona's memory: :mod:`generic_framework.memory`). A turn with
   ``client_tools`` leaves ``tools`` out, as it does the persona's own functions.
+- ``pictures``: the user message's pictures, checked by the turn service
+  (:mod:`generic_framework.pictures`): sent with the message to a model that sees, or as their
+  descriptions (written by the vision model first) to one that does not.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generic_framework.tools.base import Tool
+from generic_framework.pictures.parts import Picture
 from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,
@@ -94,6 +98,7 @@ class TurnOptions:
     continuation: tuple[AssistantMessage | ToolMessage, ...] = field(default=())
     instructions: tuple[SystemMessage, ...] = field(default=())
     tools: tuple[Tool, ...] = field(default=())
+    pictures: tuple[Picture, ...] = ()
 
     def __post_init__(self) -> None:
         """Z.AI's ranges (docs/protocol.md §2.1), checked before anything is sent.

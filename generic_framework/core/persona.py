@@ -49,6 +49,7 @@ from generic_framework.core.turn_plans import (
 )
 from generic_framework.errors import ConfigError
 from generic_framework.limits import check_text
+from generic_framework.pictures.content import kept, stored_text, user_content
 from generic_framework.store.users import (
     BOOTSTRAP_USER,
     Caller,
@@ -74,6 +75,14 @@ __all__ = [
 ]
 
 logger = logging.getLogger("generic_framework.persona")
+
+
+def stored(query: str, messages: Sequence[Message], options: TurnOptions) -> Sequence[Message]:
+    """A turn's new messages as its conversation keeps them: a user message with pictures
+    keeps its text and their descriptions (or marks), never the pictures (docs/design/0329)."""
+    if not options.pictures:
+        return messages
+    return [UserMessage(content=stored_text(query, options.pictures)), *messages[1:]]
 
 
 def _upstream_user(caller: Caller | None, options: TurnOptions) -> str | None:
@@ -337,7 +346,7 @@ class Persona(TurnEngine):
         options = options or NO_OPTIONS
         foreign = self._checked(text, conversation_id, history, options)
         query, plan = self._plans.parse(text)
-        if not query:
+        if not query and not options.pictures:
             content = ASK_FOR_QUESTION if text.lstrip().startswith(WEB_PREFIX) else ASK_FOR_MESSAGE
             return Reply(content=content, model=self.spec.model, conversation_id=conversation_id)
         plan = await self._plans.for_turn(plan, options)
@@ -357,7 +366,12 @@ class Persona(TurnEngine):
                     record = turn_record(
                         text, end.reply, watch.account, caller, offline=self.runtime.offline
                     )
-                    await held.append_turn(self.spec.name, turn.new, record)
+                    await held.append_turn(
+                        self.spec.name,
+                        stored(query, turn.new, options),
+                        record,
+                        kept(options.pictures),
+                    )
         except BaseException as exc:
             watch.failed(exc)
             raise
@@ -398,7 +412,7 @@ class Persona(TurnEngine):
             model=self.runtime.model,
             plan=plan,
             prefix=[*self._system, *system, *extra, *safe],
-            new=[UserMessage(content=query), *options.continuation],
+            new=[UserMessage(content=user_content(query, options.pictures)), *options.continuation],
             conversation_id=conversation_id,
             watch=watch,
             options=options,

@@ -30,7 +30,7 @@ from generic_framework.mcp_tools.spec import MCPServerSpec
 from generic_framework.memory.spec import MemorySpec
 from generic_framework.tools.web_search import WebSearch
 from generic_framework.wire.messages import Thinking
-from generic_framework.wire.profiles import check_choice
+from generic_framework.wire.profiles import check_choice, default_effort, profile_for
 
 __all__ = [
     "CLIENT_PARAMETERS",
@@ -70,7 +70,12 @@ class PersonaSpec(BaseModel):
         thinking: ``enabled``/``disabled`` or a :class:`Thinking`; ``None`` takes ``LLM_THINKING``.
         reasoning_effort: ``max`` ... ``none`` for the models that take it (GLM-5.2 and
             later, :mod:`generic_framework.wire.profiles`); ``None`` takes
-            ``LLM_REASONING_EFFORT`` (unset: the model's default).
+            ``LLM_REASONING_EFFORT`` (unset: ``high``, or the nearest the model takes:
+            :data:`~generic_framework.wire.profiles.DEFAULT_EFFORT`, never the model's own
+            default, which is ``max`` on GLM-5.3).
+        vision_model: the model that describes a picture for this persona when its own model
+            cannot see (:mod:`generic_framework.pictures.vision`); ``None`` takes
+            ``LLM_VISION_MODEL``. It must be a vision model of the model table.
         max_tool_rounds: tool rounds before the forced final answer; ``None`` takes
             ``MAX_TOOL_ROUNDS``; 0 turns tools off.
         web_search: how ``//`` messages search; unset fields take the ``WEB_SEARCH_*`` settings.
@@ -104,6 +109,7 @@ class PersonaSpec(BaseModel):
     temperature: Temperature | None = None
     thinking: Thinking | None = None
     reasoning_effort: ReasoningEffort | None = None
+    vision_model: ModelId | None = None
     max_tool_rounds: ToolRounds | None = None
     web_search: WebSearch = Field(default_factory=WebSearch)
     tools: tuple[str, ...] | None = None
@@ -184,6 +190,9 @@ class PersonaSpec(BaseModel):
         effort = self.reasoning_effort or settings.llm_reasoning_effort
         model = self.model or settings.llm_model
         self._check_model(model, thinking, effort)
+        effort = effort or default_effort(model)
+        vision = self.vision_model or settings.llm_vision_model
+        self._check_vision(vision)
         temperature = self.temperature
         rounds = self.max_tool_rounds
         fields = {name: getattr(self, name) for name in type(self).model_fields}
@@ -192,6 +201,7 @@ class PersonaSpec(BaseModel):
             temperature=temperature if temperature is not None else settings.llm_temperature,
             thinking=thinking,
             reasoning_effort=effort,
+            vision_model=vision,
             max_tool_rounds=rounds if rounds is not None else settings.max_tool_rounds,
             web_search=self.web_search.resolve(settings),
         )
@@ -217,6 +227,20 @@ class PersonaSpec(BaseModel):
         if problem is not None:
             raise ConfigError(problem)
 
+    def _check_vision(self, model: str) -> None:
+        """Refuse a vision model the table says cannot see (an unknown id is let through)."""
+        profile = profile_for(model, warn=False)
+        if profile is not None and not profile.vision:
+            where = (
+                f"persona {self.name!r}: vision_model"
+                if self.vision_model
+                else ("LLM_VISION_MODEL")
+            )
+            raise ConfigError(
+                f"{where}={model}: {profile.family} cannot see pictures; name a vision model "
+                "(glm-4.6v, glm-5v-turbo, glm-5.3-flash, ...)"
+            )
+
 
 class ResolvedSpec(PersonaSpec):
     """A :class:`PersonaSpec` with the settings' values filled in (:meth:`PersonaSpec.resolve`):
@@ -224,6 +248,7 @@ class ResolvedSpec(PersonaSpec):
     ``web_search.mode`` is never ``auto``."""
 
     model: ModelId
+    vision_model: ModelId
     max_tool_rounds: ToolRounds
 
 

@@ -6,7 +6,9 @@ are offered, and whether the built-in web_search is among them. Everything else 
 ignored unless a fixture's :class:`MatchOptions` say otherwise: ``model`` and ``thinking``
 (``exact`` compares them); always ignored: ``stream``, ``tool_stream``, ``temperature``,
 ``request_id``, ``user_id``, ``stream_options``, tool schemas and the web_search options.
-Text is compared after stripping surrounding whitespace; ``None`` and ``""`` are the same; JSON
+A picture (an ``image_url`` part with a ``data:`` URL) is compared by the SHA-256 of its bytes,
+so a fixture records it as ``"url": "sha256:<hex>"`` instead of the whole base64. Text is
+compared after stripping surrounding whitespace; ``None`` and ``""`` are the same; JSON
 text (tool arguments, tool results) is compared in canonical form, so key order and spacing do
 not matter.
 
@@ -16,6 +18,9 @@ not matter.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -56,7 +61,23 @@ def _plain_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value.strip()
+    if isinstance(value, list):
+        return canonical_text([_by_hash(part) for part in value])
     return canonical_text(value)
+
+
+def _by_hash(part: Any) -> Any:
+    """An image part compared by its picture: a ``data:`` URL as ``sha256:<hex of its
+    bytes>``, the form a fixture may record it in (docs/design/0401); others as they are."""
+    image = part.get("image_url") if isinstance(part, dict) else None
+    url = image.get("url") if isinstance(image, dict) else None
+    if not isinstance(url, str) or not url.startswith("data:") or "," not in url:
+        return part
+    try:
+        data = base64.b64decode(url.partition(",")[2], validate=True)
+    except (binascii.Error, ValueError):
+        return part
+    return {**part, "image_url": {"url": "sha256:" + hashlib.sha256(data).hexdigest()}}
 
 
 def _call_key(call: Any) -> tuple[str, str, str, str]:

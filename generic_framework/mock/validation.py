@@ -11,7 +11,8 @@ Every rejection is ``{"error": {"code": "<string>", "message": "..."}}`` (docs/p
 - 400 ``1210``: a parameter out of range: ``temperature`` or ``top_p`` outside 0-1,
   ``max_tokens`` below 1, more than 128 tools; a body that is not a JSON object;
   ``thinking.type: "disabled"`` for a model that always thinks (GLM-5.3, by the model table of
-  :mod:`generic_framework.wire.profiles`), with the real service's message.
+  :mod:`generic_framework.wire.profiles`), with the real service's message; an ``image_url``
+  content part sent to a model the table says cannot see.
 - 400 ``1211``: a model neither the model table nor any loaded fixture knows (checked only
   when the caller passes the known models: the app does, fixture loading does not).
 
@@ -270,6 +271,23 @@ def _check_model(body: dict[str, Any], known_models: frozenset[str] | None) -> N
     refused = isinstance(thinking, dict) and thinking.get("type") == "disabled"
     if refused and profile is not None and not profile.thinking_off:
         raise MockError(400, "1210", _ALWAYS_THINKS)
+    if profile is not None and not profile.vision and _has_picture(body.get("messages")):
+        raise MockError(
+            400,
+            "1210",
+            f"API request parameter is invalid: {body['model']} does not take image content "
+            "(image_url parts go to a vision model)",
+        )
+
+
+def _has_picture(messages: Any) -> bool:
+    """Whether any message's content list has an ``image_url`` part."""
+    for message in messages if isinstance(messages, list) else ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for part in content if isinstance(content, list) else ():
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                return True
+    return False
 
 
 def validate_chat(body: Any, *, known_models: frozenset[str] | None = None) -> dict[str, Any]:

@@ -9,6 +9,8 @@ runtime's locks; ``DELETE`` takes the same lock.
 
 from __future__ import annotations
 
+import re
+
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -22,7 +24,7 @@ from generic_framework.service.mapping import (
     json_response,
     turn_body,
 )
-from generic_framework.service.requests import checked_text, parse_body, path_conversation_id
+from generic_framework.service.requests import content_parts, parse_body, path_conversation_id
 from generic_framework.service.schemas import (
     ChatCompletionRequest,
     ConversationListOut,
@@ -46,11 +48,15 @@ __all__ = [
     "delete_last_turn",
     "get_conversation",
     "get_model",
+    "get_picture",
     "list_conversations",
     "list_models",
     "post_message",
     "rename_conversation",
 ]
+
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 def _persona(state: ServiceState, name: str, param: str) -> PersonaLike:
@@ -117,7 +123,7 @@ async def chat_completions(request: Request) -> Response:
         max_tool_rounds=persona.spec.max_tool_rounds,
     )
     key = None if cid is None else await conversation_for(request, state.runtime.users, cid)
-    ask = Ask(persona, turn.text, caller_of(request), key, turn.history, turn.options)
+    ask = Ask(persona, turn.text, caller_of(request), key, turn.history, turn.options, turn.images)
     footer = body.sources_footer
     if footer is None:
         footer = state.settings.bot_sources_footer
@@ -144,8 +150,9 @@ async def post_message(request: Request) -> Response:
     key = await conversation_for(request, state.runtime.users, cid)
     body = await parse_body(request, TurnRequest)
     persona = _persona(state, body.persona, "persona")
-    text = checked_text(body.content, state.settings.bot_max_message_chars, param="content")
-    ask = Ask(persona, text, caller_of(request), key)
+    limit = state.settings.bot_max_message_chars
+    text, images = content_parts(body.content, "body", limit, param="content")
+    ask = Ask(persona, text, caller_of(request), key, images=images)
 
     async def run() -> Response:
         if body.stream:
@@ -206,19 +213,37 @@ async def list_conversations(request: Request) -> Response:
 
 
 async def get_conversation(request: Request) -> Response:
-    """``GET /v1/conversations/{id}``: the stored messages, oldest first; 404 when unknown."""
+    """``GET /v1/conversations/{id}``: the stored messages, oldest first, the turns' records
+    and the pictures kept (without their bytes: :func:`get_picture`); 404 when unknown."""
     state = state_of(request)
     cid = path_conversation_id(request)
     key = await conversation_for(request, state.runtime.users, cid)
-    turns = await state.runtime.conversations.turns(key)
-    if turns is None:
+    dump = await state.runtime.conversations.dump(key)
+    if dump is None:
         raise _no_conversation(cid)
+    turns = dump.turns
     stored = [
         StoredMessage(t.turn, t.persona, t.created_at, message)
         for t in turns
         for message in t.messages
     ]
-    return json_response(conversation_body(cid, stored, turns))
+    return json_response(conversation_body(cid, stored, turns, dump.pictures))
+
+
+async def get_picture(request: Request) -> Response:
+    """``GET /v1/conversations/{id}/pictures/{sha256}``: a kept picture's bytes, with its MIME
+    type; 404 when the conversation has none by that hash (or only its https address)."""
+    state = state_of(request)
+    cid = path_conversation_id(request)
+    key = await conversation_for(request, state.runtime.users, cid)
+    sha256 = str(request.path_params["sha256"]).lower()
+    kept = (
+        await state.runtime.conversations.picture(key, sha256) if _HEX64.fullmatch(sha256) else None
+    )
+    if kept is None or not kept.data:
+        raise ServiceError(404, f"no picture {sha256!r} in this conversation", code="not_found")
+    headers = {"Cache-Control": "private, max-age=86400", "X-Content-Type-Options": "nosniff"}
+    return Response(kept.data, media_type=kept.mime, headers=headers)
 
 
 async def delete_conversation(request: Request) -> Response:

@@ -49,6 +49,7 @@ from generic_framework.service.api import (
     conversation,
     delete_last_turn,
     get_model,
+    get_picture,
     list_conversations,
     list_models,
     post_message,
@@ -206,6 +207,9 @@ def _routes() -> list[Route | Mount]:
         # One route for both methods, so a 405 there lists both in its Allow header.
         Route(
             "/v1/conversations/{conversation_id}", conversation, methods=["GET", "PATCH", "DELETE"]
+        ),
+        Route(
+            "/v1/conversations/{conversation_id}/pictures/{sha256}", get_picture, methods=["GET"]
         ),
         Route(
             "/v1/conversations/{conversation_id}/turns/last", delete_last_turn, methods=["DELETE"]

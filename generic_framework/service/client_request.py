@@ -39,7 +39,7 @@ from generic_framework.core.options import (
 )
 from generic_framework.core.spec import ClientParameter, ParameterRule
 from generic_framework.service.errors import ServiceError
-from generic_framework.service.requests import content_text, earlier_messages, last_user_text
+from generic_framework.service.requests import content_text, earlier_messages, user_content
 from generic_framework.service.schemas import ChatCompletionRequest, ChatMessageIn
 from generic_framework.wire.messages import (
     AssistantMessage,
@@ -74,12 +74,14 @@ class ClientTurn:
         history: the messages before it (``None`` with ``conversation_id``).
         options: the client's options, as the persona's pins allow.
         include_usage: ``stream_options.include_usage``.
+        images: the URLs of the question's image parts (checked by the turn service).
     """
 
     text: str
     history: list[HistoryItem] | None
     options: TurnOptions
     include_usage: bool = False
+    images: tuple[str, ...] = ()
 
 
 def _refuse(param: str, message: str, code: str = "unsupported_parameter") -> ServiceError:
@@ -226,7 +228,7 @@ def client_turn(
     """
     messages = body.messages
     question = _question_index(messages)
-    text = last_user_text(messages[: question + 1], max_chars)
+    text, images = user_content(messages[: question + 1], max_chars)
     continuation = _continuation(messages, question + 1)
     options = _options(body, _Pinned(pins), max_tool_rounds, continuation)
     if body.conversation_id is not None and (options.client_tools or continuation):
@@ -240,7 +242,11 @@ def client_turn(
         history = earlier_messages(messages[: question + 1], max_chars, allow_system=allow_system)
     include = bool(body.stream_options and body.stream_options.include_usage)
     return ClientTurn(
-        text, history, NO_OPTIONS if options == NO_OPTIONS else options, include_usage=include
+        text,
+        history,
+        NO_OPTIONS if options == NO_OPTIONS else options,
+        include_usage=include,
+        images=images,
     )
 
 

@@ -318,7 +318,7 @@ def map_exception(exc: BaseException) -> ServiceError:
     if isinstance(exc, PersonaNotAllowed):
         return not_allowed(exc.persona)
     if isinstance(exc, OptionRefused):
-        return ServiceError(400, str(exc), param=exc.param, code="unsupported_parameter")
+        return ServiceError(400, str(exc), param=exc.param, code=exc.code)
     unrecorded = _not_recorded(exc)
     if unrecorded is not None:
         return unrecorded

@@ -29,6 +29,7 @@ from generic_framework.service.schemas import (
 )
 from generic_framework.service.sources import sources_footer, url_citations
 from generic_framework.store.base import StoredMessage, StoredTurn
+from generic_framework.store.pictures import StoredPicture
 from generic_framework.wire.messages import AssistantMessage, WebSearchResult
 
 __all__ = [
@@ -198,13 +199,26 @@ def turn_answer(turn: StoredTurn) -> str | None:
 
 
 def conversation_body(
-    conversation_id: str, stored: Sequence[StoredMessage], turns: Sequence[StoredTurn] = ()
+    conversation_id: str,
+    stored: Sequence[StoredMessage],
+    turns: Sequence[StoredTurn] = (),
+    pictures: Sequence[StoredPicture] = (),
 ) -> ConversationOut:
-    """The body of ``GET /v1/conversations/{id}``: its messages, oldest first, and its turns'
-    records."""
+    """The body of ``GET /v1/conversations/{id}``: its messages, oldest first, its turns'
+    records and its pictures (their hash, type, address or description; not their bytes)."""
     return ConversationOut(
         id=conversation_id,
         persona=turns[-1].persona if turns else "",
         messages=[stored_message(m) for m in stored],
         turns=[turn_record_body(t) for t in turns],
+        pictures=[
+            {
+                "turn": p.turn,
+                "sha256": p.sha256,
+                "mime": p.mime,
+                **({"url": p.url} if p.url else {}),
+                **({"description": p.description} if p.description else {}),
+            }
+            for p in pictures
+        ],
     )

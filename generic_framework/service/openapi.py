@@ -362,6 +362,33 @@ def _conversation_paths(sse: dict[str, Any]) -> dict[str, Any]:
                 parameters=[conversation_id, _USER],
             )
         },
+        "/v1/conversations/{conversation_id}/pictures/{sha256}": _picture(conversation_id),
+    }
+
+
+def _picture(conversation_id: dict[str, Any]) -> dict[str, Any]:
+    """``/v1/conversations/{conversation_id}/pictures/{sha256}``: a kept picture's bytes."""
+    return {
+        "get": _op(
+            "A picture kept with the conversation, by its SHA-256 (JPEG or PNG bytes)",
+            {
+                "200": {
+                    "description": "The picture",
+                    "content": {"image/png": {}, "image/jpeg": {}},
+                },
+                **_errors(400, 401, 403, 404),
+            },
+            parameters=[
+                conversation_id,
+                {
+                    "name": "sha256",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string"},
+                },
+                _USER,
+            ],
+        )
     }
 
 

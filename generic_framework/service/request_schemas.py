@@ -262,5 +262,6 @@ class TurnRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     persona: str = Field(min_length=1, max_length=200)
-    content: str
+    # Text, or OpenAI content parts: text and image_url (a data: or https: picture).
+    content: str | list[dict[str, Any]]
     stream: StrictBool = False

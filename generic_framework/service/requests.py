@@ -13,6 +13,7 @@ from starlette.requests import Request
 
 from generic_framework.core.history import HistoryItem, foreign_history, message_text
 from generic_framework.limits import check_conversation_id, wording
+from generic_framework.pictures import split_content
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.schemas import ChatMessageIn
 from generic_framework.service.sources import strip_sources_footer
@@ -24,6 +25,7 @@ __all__ = [
     "last_user_text",
     "parse_body",
     "path_conversation_id",
+    "user_content",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -53,29 +55,60 @@ def path_conversation_id(request: Request) -> str:
         ) from None
 
 
-def content_text(content: str | list[dict[str, Any]] | None, where: str = "messages") -> str:
+def content_text(
+    content: str | list[dict[str, Any]] | None, where: str = "messages", *, pictures: bool = False
+) -> str:
     """The text of an OpenAI message ``content``: the persona's own reading of it.
 
-    One definition with the foreign history's: :func:`generic_framework.core.history.message_text`.
+    One definition with the foreign history's: :func:`generic_framework.core.history.message_text`
+    (with ``pictures``, a user message's image parts become a mark).
 
     Raises:
         ServiceError: 400 ``unsupported`` naming ``where``: a part that is not text.
     """
     try:
-        return message_text(content, where)
+        return message_text(content, where, pictures=pictures)
     except ValueError as exc:
         raise ServiceError(400, str(exc), param="messages", code="unsupported") from None
 
 
 def last_user_text(messages: list[ChatMessageIn], max_chars: int) -> str:
-    """The text of the last message, which must be the user's, checked against the limit."""
+    """The text of the last message, which must be the user's, checked against the limit
+    (a message with pictures: :func:`user_content`)."""
+    return user_content(messages, max_chars)[0]
+
+
+def user_content(messages: list[ChatMessageIn], max_chars: int) -> tuple[str, tuple[str, ...]]:
+    """The text of the last message (the user's) and its pictures' URLs, their shape checked;
+    the pictures themselves are the turn service's to check (:mod:`generic_framework.pictures`).
+    The text may be empty beside a picture."""
     last = messages[-1]
     if last.role != "user":
         raise ServiceError(
             400, "the last message must have role 'user'", param="messages", code="invalid_role"
         )
     where = f"messages[{len(messages) - 1}]"
-    return checked_text(content_text(last.content, where), max_chars, param="messages")
+    return content_parts(last.content, where, max_chars, param="messages")
+
+
+def content_parts(
+    content: str | list[dict[str, Any]] | None, where: str, max_chars: int, *, param: str
+) -> tuple[str, tuple[str, ...]]:
+    """A user message's text (checked: :func:`checked_text`, but empty is allowed beside a
+    picture) and its pictures' URLs.
+
+    Raises:
+        ServiceError: 400 naming ``param``: a malformed part, or the text refused.
+    """
+    try:
+        text, urls = split_content(content, where)
+    except ValueError as exc:
+        raise ServiceError(400, str(exc), param=param, code="unsupported") from None
+    text = content_text(text, where)
+    if urls and not text.strip():
+        _check_length(text, max_chars, "the message", param=param)
+        return text, urls
+    return checked_text(text, max_chars, param=param), urls
 
 
 def checked_text(text: str, max_chars: int, *, param: str) -> str:
@@ -110,7 +143,8 @@ def earlier_messages(
     for index, message in enumerate(messages[:-1]):
         if message.role not in ("assistant", "tool"):
             where = f"messages[{index}]"
-            _check_length(content_text(message.content, where), max_chars, where, param="messages")
+            text = content_text(message.content, where, pictures=message.role == "user")
+            _check_length(text, max_chars, where, param="messages")
     if foreign.system and not allow_system:
         raise ServiceError(
             400,

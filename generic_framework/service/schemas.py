@@ -276,6 +276,9 @@ class ConversationOut(BaseModel):
     persona: str = ""
     messages: list[dict[str, Any]]
     turns: list[TurnRecordOut] = Field(default_factory=list)
+    # Each kept picture: turn, sha256, mime, and its url (an https picture) or description;
+    # its bytes are at /v1/conversations/{id}/pictures/{sha256}.
+    pictures: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ConversationSummaryOut(BaseModel):

@@ -23,6 +23,7 @@ from generic_framework.limits import check_conversation_id
 from generic_framework.store.chats import ChatAdmin, ChatStore
 from generic_framework.store.keys import ClaimStore
 from generic_framework.store.memories import MemoryAdmin, MemoryStore
+from generic_framework.store.pictures import StoredPicture
 from generic_framework.store.users import UserAdmin
 from generic_framework.wire.messages import Message
 
@@ -37,6 +38,7 @@ __all__ = [
     "HeldConversation",
     "StoreAdmin",
     "StoredMessage",
+    "StoredPicture",
     "StoredTurn",
     "TurnRecord",
     "TurnStore",
@@ -150,6 +152,7 @@ class ConversationDump:
     updated_at: str
     turns: tuple[StoredTurn, ...] = field(default=())
     title: str | None = None
+    pictures: tuple[StoredPicture, ...] = field(default=())
 
     @property
     def message_count(self) -> int:
@@ -166,6 +169,8 @@ def checksum(dump: ConversationDump) -> str:
         "updated_at": dump.updated_at,
         # Only when set: the checksum of a conversation without a title of its own is unchanged.
         **({"title": dump.title} if dump.title is not None else {}),
+        # Only when there are any, likewise (docs/design/0329).
+        **({"pictures": [_canonical_picture(p) for p in dump.pictures]} if dump.pictures else {}),
         "turns": [
             {
                 "turn": t.turn,
@@ -179,6 +184,18 @@ def checksum(dump: ConversationDump) -> str:
     }
     text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _canonical_picture(picture: StoredPicture) -> dict[str, Any]:
+    return {
+        "turn": picture.turn,
+        "seq": picture.seq,
+        "sha256": picture.sha256,
+        "mime": picture.mime,
+        "data": hashlib.sha256(picture.data).hexdigest(),
+        "url": picture.url,
+        "description": picture.description,
+    }
 
 
 def _canonical_record(record: TurnRecord | None) -> dict[str, Any] | None:
@@ -293,10 +310,14 @@ class HeldConversation(Protocol):
         ...
 
     async def append_turn(
-        self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
+        self,
+        persona: str,
+        messages: Sequence[Message],
+        record: TurnRecord | None = None,
+        pictures: Sequence[StoredPicture] = (),
     ) -> int:
-        """Store one whole turn in one short transaction and make it durable; return its
-        number."""
+        """Store one whole turn (with its ``pictures``) in one short transaction and make it
+        durable; return its number."""
         ...
 
 
@@ -326,8 +347,10 @@ class TurnStore(Protocol):
         persona: str,
         messages: Sequence[Message],
         record: TurnRecord | None = None,
+        pictures: Sequence[StoredPicture] = (),
     ) -> int:
-        """Store one whole turn atomically; return its number (1 for the first)."""
+        """Store one whole turn (with its ``pictures``) atomically; return its number (1 for
+        the first)."""
         ...
 
     async def aclose(self) -> None:
@@ -389,6 +412,10 @@ class StoreAdmin(Protocol):
         Raises:
             ValueError: ``limit`` is out of range or ``before`` is not a cursor.
         """
+        ...
+
+    async def picture(self, conversation_id: str, sha256: str) -> StoredPicture | None:
+        """A picture of the conversation by its hash (the first kept), or ``None``."""
         ...
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:

@@ -44,6 +44,7 @@ from generic_framework.store.base import (
     split_cursor,
 )
 from generic_framework.store.keys import PURGE_EVERY, Claim
+from generic_framework.store.pictures import StoredPicture
 from generic_framework.store.postgres_bounds import bounded, connection_options
 from generic_framework.store.postgres_chats import PostgresChats
 from generic_framework.store.postgres_errors import (
@@ -54,7 +55,7 @@ from generic_framework.store.postgres_errors import (
 )
 from generic_framework.store.postgres_locks import Hold, PostgresLocks
 from generic_framework.store.postgres_memories import PostgresMemories
-from generic_framework.store.postgres_reads import read_dump, read_page
+from generic_framework.store.postgres_reads import read_dump, read_page, read_picture
 from generic_framework.store.postgres_rows import as_time
 from generic_framework.store.postgres_schema import MIGRATIONS, migrate
 from generic_framework.store.postgres_users import PostgresUsers
@@ -94,13 +95,17 @@ class _Held:
         )
 
     async def append_turn(
-        self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
+        self,
+        persona: str,
+        messages: Sequence[Message],
+        record: TurnRecord | None = None,
+        pictures: Sequence[StoredPicture] = (),
     ) -> int:
         self._check()
         return await self._locks.run(
             self._hold,
             lambda conn: postgres_turns.append_and_release(
-                conn, self._hold, self._id, persona, messages, record
+                conn, self._hold, self._id, persona, messages, record, pictures
             ),
         )
 
@@ -233,12 +238,16 @@ class PostgresStore(PostgresUsers, PostgresChats, PostgresMemories):
         persona: str,
         messages: Sequence[Message],
         record: TurnRecord | None = None,
+        pictures: Sequence[StoredPicture] = (),
     ) -> int:
-        """Store one whole turn in one transaction (under the conversation's lock)."""
+        """Store one whole turn (with its pictures) in one transaction (under the
+        conversation's lock)."""
         check_conversation_key(conversation_id)
         async with self._connection() as conn:
             await postgres_turns.lock_conversation(conn, conversation_id)
-            return await postgres_turns.append(conn, conversation_id, persona, messages, record)
+            return await postgres_turns.append(
+                conn, conversation_id, persona, messages, record, pictures
+            )
 
     async def get(self, conversation_id: str) -> list[StoredMessage] | None:
         """Every stored message of a conversation, or ``None`` when it does not exist."""
@@ -313,6 +322,11 @@ class PostgresStore(PostgresUsers, PostgresChats, PostgresMemories):
         async with self._connection() as conn:
             return await read_page(conn, limit, after, owner)
 
+    async def picture(self, conversation_id: str, sha256: str) -> StoredPicture | None:
+        """A picture of the conversation by its hash, or ``None``."""
+        async with self._connection() as conn:
+            return await read_picture(conn, conversation_id, sha256)
+
     async def dump(self, conversation_id: str) -> ConversationDump | None:
         """Everything stored for a conversation (one consistent snapshot), or ``None``."""
         async with self._connection() as conn:
@@ -342,6 +356,7 @@ class PostgresStore(PostgresUsers, PostgresChats, PostgresMemories):
                 await postgres_turns.write_turn(
                     conn, dump.id, t.turn, t.persona, created, t.record, t.messages
                 )
+            await postgres_turns.write_pictures(conn, dump.id, dump.pictures)
 
     async def schema_version(self) -> int:
         """How many of :data:`~.postgres_schema.MIGRATIONS` the database has applied."""

@@ -14,10 +14,11 @@ from generic_framework.store.base import (
     title_of,
 )
 from generic_framework.store.listing import LIST_SQL, TITLE_CUT, list_filter, message_text
+from generic_framework.store.pictures import PICTURE_COLUMNS, StoredPicture, pictures_from
 from generic_framework.store.postgres_rows import COLUMNS, MESSAGE, iso, record_from
 from generic_framework.wire.messages import Message
 
-__all__ = ["read_dump", "read_page"]
+__all__ = ["read_dump", "read_page", "read_picture"]
 
 
 async def read_page(
@@ -80,4 +81,20 @@ async def read_dump(conn: Any, conversation_id: str) -> ConversationDump | None:
         StoredTurn(row[0], row[1], iso(row[2]), record_from(row[3:]), tuple(bodies.get(row[0], ())))
         for row in rows
     )
-    return ConversationDump(conversation_id, iso(head[0]), iso(head[1]), turns, head[2])
+    cursor = await conn.execute(
+        f"SELECT {PICTURE_COLUMNS} FROM pictures"  # noqa: S608 - constants
+        " WHERE conversation_id = %s ORDER BY turn, seq",
+        (conversation_id,),
+    )
+    pictures = pictures_from(await cursor.fetchall())
+    return ConversationDump(conversation_id, iso(head[0]), iso(head[1]), turns, head[2], pictures)
+
+
+async def read_picture(conn: Any, conversation_id: str, sha256: str) -> StoredPicture | None:
+    cursor = await conn.execute(
+        f"SELECT {PICTURE_COLUMNS} FROM pictures"  # noqa: S608 - constants
+        " WHERE conversation_id = %s AND sha256 = %s ORDER BY turn, seq LIMIT 1",
+        (conversation_id, sha256),
+    )
+    row = await cursor.fetchone()
+    return pictures_from([row])[0] if row is not None else None

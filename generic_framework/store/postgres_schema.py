@@ -3,8 +3,8 @@
 :data:`MIGRATIONS` mirrors :data:`generic_framework.store.sqlite_schema.MIGRATIONS` version by
 version (1: conversations, turns, messages; 2: the turn record; 3: the conversation list's
 index; 4: titles; 5: idempotency keys; 6: users, keys, owners and the limits'
-counters; 7: chat states and claimed updates; 8: the turn record's ``offline`` mark; then
-the facts personas keep, ``memories``), so
+counters; 7: chat states and claimed updates; 8: the turn record's ``offline`` mark; 9: the
+facts personas keep, ``memories``; 10: the stored turns' pictures), so
 ``schema_version`` means the same on both backends and ``generic-framework db copy`` can move
 a conversation between them whole. ``schema_migrations`` records every applied version.
 
@@ -139,6 +139,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         " persona text NOT NULL, text text NOT NULL,"
         " created_at timestamptz NOT NULL DEFAULT clock_timestamp())",
         "CREATE INDEX memories_by_user ON memories (user_id, persona, created_at)",
+    ),
+    (
+        # A stored turn's pictures by content hash, removed with their turn (docs/design/0329).
+        "CREATE TABLE pictures ("
+        " conversation_id text NOT NULL, turn integer NOT NULL, seq integer NOT NULL,"
+        " sha256 text NOT NULL, mime text NOT NULL, data bytea, url text, description text,"
+        " PRIMARY KEY (conversation_id, turn, seq),"
+        " FOREIGN KEY (conversation_id, turn) REFERENCES turns(conversation_id, turn)"
+        " ON DELETE CASCADE)",
+        "CREATE INDEX pictures_by_hash ON pictures (conversation_id, sha256)",
     ),
 )
 """Schema changes in order; never edit one that shipped, append a new one."""

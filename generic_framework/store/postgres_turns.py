@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generic_framework.store.base import TurnRecord
+from generic_framework.store.pictures import PICTURE_COLUMNS, StoredPicture, picture_rows
 from generic_framework.store.postgres_locks import Hold, conversation_key
 from generic_framework.store.postgres_rows import COLUMNS, MESSAGE, record_params
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS
@@ -31,6 +32,7 @@ __all__ = [
     "lock_conversation",
     "messages",
     "turn_params",
+    "write_pictures",
     "write_turn",
 ]
 
@@ -57,6 +59,18 @@ _TURN = (
     " SELECT %s, (SELECT turns FROM c), x.n - 1, x.role, x.body"
     " FROM unnest(%b::text[], %b::text[]) WITH ORDINALITY AS x(role, body, n))"
 )
+# A turn with pictures adds their rows, unnested from five arrays, in the same statement
+# (docs/design/0329); a turn without any sends the statement above unchanged.
+_PICTURES = (
+    f", p AS (INSERT INTO pictures (conversation_id, {PICTURE_COLUMNS})"  # noqa: S608
+    " SELECT %s, (SELECT turns FROM c), x.n - 1, x.sha256, x.mime, x.data, x.url, x.description"
+    " FROM unnest(%s::text[], %s::text[], %s::bytea[], %s::text[], %s::text[])"
+    " WITH ORDINALITY AS x(sha256, mime, data, url, description, n))"
+)
+_INSERT_PICTURE = (
+    f"INSERT INTO pictures (conversation_id, {PICTURE_COLUMNS})"  # noqa: S608
+    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+)
 _WRITE_TURN = _TURN + " SELECT turns FROM c"  # noqa: S608 - constants only
 # The same turn on the session holding the conversation, releasing the session's lock in the
 # same statement: it takes the conversation's transaction-level lock (granted at once: the
@@ -65,10 +79,10 @@ _WRITE_TURN = _TURN + " SELECT turns FROM c"  # noqa: S608 - constants only
 # commits. Another replica's try conflicts with either, so it gets the conversation only once
 # the turn is committed. One round trip instead of the write and then the unlock
 # (docs/TRIED.md).
-_WRITE_AND_RELEASE = (
-    _TURN + " SELECT (SELECT turns FROM c),"  # noqa: S608 - constants only
-    " (SELECT pg_advisory_unlock(%s) FROM (SELECT pg_advisory_xact_lock(%s)) AS l)"
-)
+_RELEASE = " SELECT (SELECT turns FROM c), (SELECT pg_advisory_unlock(%s) FROM (SELECT pg_advisory_xact_lock(%s)) AS l)"  # noqa: E501
+_WRITE_AND_RELEASE = _TURN + _RELEASE
+_WRITE_TURN_PICTURES = _TURN + _PICTURES + " SELECT turns FROM c"  # noqa: S608 - constants only
+_WRITE_AND_RELEASE_PICTURES = _TURN + _PICTURES + _RELEASE
 LOAD_HISTORY = (
     "SELECT body FROM messages WHERE conversation_id = %s AND turn >"
     " (SELECT turns FROM conversations WHERE id = %s) - %s ORDER BY turn, seq"
@@ -92,6 +106,29 @@ async def load(conn: Any, conversation_id: str, turns: int) -> list[Message]:
 
 def messages(rows: Sequence[tuple[Any, ...]]) -> list[Message]:
     return [MESSAGE.validate_json(body) for (body,) in rows]
+
+
+def _picture_params(conversation_id: str, pictures: Sequence[StoredPicture]) -> list[Any]:
+    """The parameters of :data:`_PICTURES`: the conversation, then one array per column."""
+    return [
+        conversation_id,
+        [p.sha256 for p in pictures],
+        [p.mime for p in pictures],
+        [p.data for p in pictures],
+        [p.url for p in pictures],
+        [p.description for p in pictures],
+    ]
+
+
+async def write_pictures(
+    conn: Any, conversation_id: str, pictures: Sequence[StoredPicture]
+) -> None:
+    """Insert restored pictures as they were (their turns and places), in the caller's
+    transaction."""
+    rows = picture_rows(conversation_id, 0, pictures, renumber=False)
+    if rows:
+        async with conn.cursor() as cursor:
+            await cursor.executemany(_INSERT_PICTURE, rows)
 
 
 async def write_turn(
@@ -139,6 +176,7 @@ async def append(
     persona: str,
     messages: Sequence[Message],
     record: TurnRecord | None,
+    pictures: Sequence[StoredPicture] = (),
 ) -> int:
     """Insert a turn inside the pooled connection's open transaction and commit it.
 
@@ -146,8 +184,12 @@ async def append(
     one round trip to the server instead of four (docs/TRIED.md).
     """
     params = turn_params(conversation_id, persona, messages, record)
+    statement = _WRITE_TURN
+    if pictures:
+        params += _picture_params(conversation_id, pictures)
+        statement = _WRITE_TURN_PICTURES
     async with conn.pipeline():
-        cursor = await conn.execute(_WRITE_TURN, params)
+        cursor = await conn.execute(statement, params)
         await conn.commit()
     (turn,) = await cursor.fetchone()
     return int(turn)
@@ -160,6 +202,7 @@ async def append_and_release(
     persona: str,
     messages: Sequence[Message],
     record: TurnRecord | None,
+    pictures: Sequence[StoredPicture] = (),
 ) -> int:
     """On the session holding the conversation (autocommit): the turn in one statement, which
     commits on its own and hands the session's lock over to its own transaction
@@ -171,8 +214,12 @@ async def append_and_release(
     A write that fails rolls back; the session's lock, given back inside it or not, is
     released by :meth:`PostgresLocks.release` (an unlock of a lock not held does nothing).
     """
-    params = [*turn_params(conversation_id, persona, messages, record), hold.key, hold.key]
-    cursor = await conn.execute(_WRITE_AND_RELEASE, params)
+    params = turn_params(conversation_id, persona, messages, record)
+    statement = _WRITE_AND_RELEASE
+    if pictures:
+        params += _picture_params(conversation_id, pictures)
+        statement = _WRITE_AND_RELEASE_PICTURES
+    cursor = await conn.execute(statement, [*params, hold.key, hold.key])
     (turn, _) = await cursor.fetchone()
     hold.released = True
     return int(turn)

@@ -51,6 +51,7 @@ from generic_framework.store.base import (
     split_cursor,
 )
 from generic_framework.store.keys import PURGE_EVERY, Claim
+from generic_framework.store.pictures import StoredPicture
 from generic_framework.store.sqlite_chats import SQLiteChats
 from generic_framework.store.sqlite_memories import SQLiteMemories
 from generic_framework.store.sqlite_schema import (
@@ -107,9 +108,13 @@ class _Held:
         return await self._store.load(self._id, turns)
 
     async def append_turn(
-        self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
+        self,
+        persona: str,
+        messages: Sequence[Message],
+        record: TurnRecord | None = None,
+        pictures: Sequence[StoredPicture] = (),
     ) -> int:
-        return await self._store.append_turn(self._id, persona, messages, record)
+        return await self._store.append_turn(self._id, persona, messages, record, pictures)
 
 
 class SQLiteStore(SQLiteUsers, SQLiteChats, SQLiteMemories):
@@ -159,15 +164,23 @@ class SQLiteStore(SQLiteUsers, SQLiteChats, SQLiteMemories):
         persona: str,
         messages: Sequence[Message],
         record: TurnRecord | None = None,
+        pictures: Sequence[StoredPicture] = (),
     ) -> int:
-        """Store one whole turn in one transaction; return its number (1 for the first)."""
+        """Store one whole turn (with its pictures) in one transaction; return its number
+        (1 for the first)."""
         check_conversation_key(conversation_id)
         if not messages:
             raise ValueError("a turn has at least one message")
         bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in messages]
         values = record_values(record)
         return await self._offload.run(
-            self._run, sqlite_conversations.append, conversation_id, persona, bodies, values
+            self._run,
+            sqlite_conversations.append,
+            conversation_id,
+            persona,
+            bodies,
+            values,
+            pictures,
         )
 
     async def turns(self, conversation_id: str) -> list[StoredTurn] | None:
@@ -194,6 +207,10 @@ class SQLiteStore(SQLiteUsers, SQLiteChats, SQLiteMemories):
         return await self._offload.run(
             self._run, sqlite_conversations.list_page, limit, after, owner
         )
+
+    async def picture(self, conversation_id: str, sha256: str) -> StoredPicture | None:
+        """A picture of the conversation by its hash, or ``None``."""
+        return await self._call(sqlite_conversations.picture, conversation_id, sha256)
 
     async def dump(self, conversation_id: str) -> ConversationDump | None:
         """Everything stored for a conversation, or ``None``."""

@@ -27,6 +27,12 @@ from generic_framework.store.base import (
     title_of,
 )
 from generic_framework.store.listing import LIST_SQL, TITLE_CUT, list_filter, message_text
+from generic_framework.store.pictures import (
+    PICTURE_COLUMNS,
+    StoredPicture,
+    picture_rows,
+    pictures_from,
+)
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS, record_from, record_values
 from generic_framework.wire.messages import Message
 
@@ -65,6 +71,7 @@ def append(
     persona: str,
     bodies: list[tuple[str, str]],
     values: tuple[Any, ...],
+    pictures: Sequence[StoredPicture] = (),
 ) -> int:
     now = _now()
     db.execute("BEGIN IMMEDIATE")
@@ -77,6 +84,7 @@ def append(
             (conversation_id, now),
         ).fetchone()
         _insert_turn(db, conversation_id, turn, persona, now, values, bodies)
+        _insert_pictures(db, picture_rows(conversation_id, turn, pictures, renumber=True))
     except BaseException:
         db.execute("ROLLBACK")
         raise
@@ -111,7 +119,32 @@ def dump(db: sqlite3.Connection, conversation_id: str) -> ConversationDump | Non
         StoredTurn(row[0], row[1], row[2], record_from(row[3:]), tuple(bodies.get(row[0], ())))
         for row in rows
     )
-    return ConversationDump(conversation_id, head[0], head[1], turns, head[2])
+    pictures = db.execute(
+        f"SELECT {PICTURE_COLUMNS} FROM pictures"  # noqa: S608 - constants
+        " WHERE conversation_id = ? ORDER BY turn, seq",
+        (conversation_id,),
+    ).fetchall()
+    return ConversationDump(
+        conversation_id, head[0], head[1], turns, head[2], pictures_from(pictures)
+    )
+
+
+def picture(db: sqlite3.Connection, conversation_id: str, sha256: str) -> StoredPicture | None:
+    row = db.execute(
+        f"SELECT {PICTURE_COLUMNS} FROM pictures"  # noqa: S608 - constants
+        " WHERE conversation_id = ? AND sha256 = ? ORDER BY turn, seq LIMIT 1",
+        (conversation_id, sha256),
+    ).fetchone()
+    return pictures_from([row])[0] if row is not None else None
+
+
+def _insert_pictures(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    if rows:
+        db.executemany(
+            f"INSERT INTO pictures (conversation_id, {PICTURE_COLUMNS})"  # noqa: S608
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
 
 
 def restore(db: sqlite3.Connection, dump: ConversationDump) -> None:
@@ -129,6 +162,7 @@ def restore(db: sqlite3.Connection, dump: ConversationDump) -> None:
             bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in t.messages]
             values = record_values(t.record)
             _insert_turn(db, dump.id, t.turn, t.persona, t.created_at, values, bodies)
+        _insert_pictures(db, picture_rows(dump.id, 0, dump.pictures, renumber=False))
     except BaseException:
         db.execute("ROLLBACK")
         raise

@@ -157,7 +157,7 @@ def _m008_offline_turns(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE turns ADD COLUMN offline INTEGER")
 
 
-def _m_memories(db: sqlite3.Connection) -> None:
+def _m009_memories(db: sqlite3.Connection) -> None:
     # The facts personas keep about their users (store/memories.py, docs/design/0330): per
     # user and persona, removed with their user; the index serves the listing, newest first.
     db.execute(
@@ -166,6 +166,19 @@ def _m_memories(db: sqlite3.Connection) -> None:
         " persona TEXT NOT NULL, text TEXT NOT NULL, created_at TEXT NOT NULL)"
     )
     db.execute("CREATE INDEX memories_by_user ON memories (user_id, persona, created_at)")
+
+
+def _m010_pictures(db: sqlite3.Connection) -> None:
+    # A stored turn's pictures by content hash, removed with their turn (docs/design/0329).
+    db.execute(
+        "CREATE TABLE pictures ("
+        " conversation_id TEXT NOT NULL, turn INTEGER NOT NULL, seq INTEGER NOT NULL,"
+        " sha256 TEXT NOT NULL, mime TEXT NOT NULL, data BLOB, url TEXT, description TEXT,"
+        " PRIMARY KEY (conversation_id, turn, seq),"
+        " FOREIGN KEY (conversation_id, turn) REFERENCES turns(conversation_id, turn)"
+        " ON DELETE CASCADE) WITHOUT ROWID"
+    )
+    db.execute("CREATE INDEX pictures_by_hash ON pictures (conversation_id, sha256)")
 
 
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
@@ -177,7 +190,8 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _m006_users,
     _m007_chats,
     _m008_offline_turns,
-    _m_memories,
+    _m009_memories,
+    _m010_pictures,
 )
 """Schema changes in order; never edit one that shipped, append a new one."""
 

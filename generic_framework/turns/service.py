@@ -4,9 +4,12 @@ The HTTP API (both turn endpoints, streamed or not, and so the page), Telegram a
 chat all ask :class:`TurnService` (handed out by :attr:`Runtime.turns
 <generic_framework.runtime.Runtime.turns>`) for a turn with an :class:`Ask`. The service:
 
-1. **admits** the caller: the persona allowlist of their key (:class:`PersonaNotAllowed`), then
-   their limits (:func:`~generic_framework.quotas.admit_turn`; :class:`TurnRefused` carries the
-   :class:`~generic_framework.quotas.Refusal`, which each edge words its own way);
+1. **admits** the caller: the persona allowlist of their key (:class:`PersonaNotAllowed`), the
+   options and pictures they sent (:class:`OptionRefused`: a picture of another type, bad
+   base64, another scheme, too many or too large; nothing is sent), then their limits
+   (:func:`~generic_framework.quotas.admit_turn`; :class:`TurnRefused` carries the
+   :class:`~generic_framework.quotas.Refusal`, which each edge words its own way); a persona
+   whose model cannot see gets its pictures described first (:mod:`generic_framework.pictures`);
 2. **runs** the persona (:meth:`TurnService.respond`, or :meth:`TurnService.stream` for events),
    with the lifecycle hooks (:class:`~generic_framework.core.hooks.TurnHooks`) registered on the
    service and, for a persona with memory, the caller's kept facts and the ``remember`` and
@@ -26,21 +29,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from generic_framework.core.account import TurnAccount
 from generic_framework.core.events import PersonaEvent
 from generic_framework.core.history import HistoryItem
 from generic_framework.core.hooks import HookChain, TurnHooks
-from generic_framework.core.options import TurnOptions
+from generic_framework.core.options import NO_OPTIONS, TurnOptions
 from generic_framework.core.persona import WEB_PREFIX
 from generic_framework.core.reply import Reply
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.memory.turns import with_memory
+from generic_framework.pictures import Picture, PictureRefused, read_pictures
+from generic_framework.pictures.vision import describe
 from generic_framework.quotas import Allowance, Refusal, admit_turn, record_turn, unlimited
-from generic_framework.store.users import Caller, UserAdmin
-from generic_framework.wire.profiles import check_choice
+from generic_framework.store.users import Caller, UserAdmin, pseudonym
+from generic_framework.wire.profiles import check_choice, nearest_effort, profile_for, sees
 
 if TYPE_CHECKING:
     from generic_framework.core.resources import Resources
@@ -103,6 +108,8 @@ class Ask:
         conversation_id: the store's key of a stored conversation to use and extend.
         history: instead, the earlier messages of a stateless request (nothing is stored).
         options: the client's sampling settings, output format and own tools.
+        images: the URLs of the message's pictures (``data:`` or ``https:``), as they came;
+            checked when the turn is admitted.
     """
 
     persona: TurnPersona
@@ -111,6 +118,7 @@ class Ask:
     conversation_id: str | None = None
     history: Sequence[HistoryItem] | None = None
     options: TurnOptions | None = None
+    images: tuple[str, ...] = ()
 
     @property
     def web(self) -> bool:
@@ -138,26 +146,40 @@ class OptionRefused(Exception):
     """The caller asked for an option the persona's model does not take (nothing ran,
     nothing was counted); ``param`` names it."""
 
-    def __init__(self, param: str, problem: str) -> None:
+    def __init__(self, param: str, problem: str, code: str = "unsupported_parameter") -> None:
         super().__init__(f"{param}: {problem}")
         self.param = param
+        self.code = code
 
 
-def _option_problem(ask: Ask) -> str | None:
-    """What the persona's model cannot take among the caller's options, in words: a
-    ``reasoning_effort`` is held to the rule of ``LLM_REASONING_EFFORT``
-    (:func:`~generic_framework.wire.profiles.check_choice`)."""
-    effort = ask.options.reasoning_effort if ask.options is not None else None
+def _effort(ask: Ask) -> Ask:
+    """``ask`` with the caller's ``reasoning_effort`` as the persona's model takes it: the
+    nearest value it takes (``medium`` on GLM-5.3 is sent as ``high``:
+    :func:`~generic_framework.wire.profiles.nearest_effort`).
+
+    Raises:
+        OptionRefused: the model takes no ``reasoning_effort`` at all (the words of
+            ``LLM_REASONING_EFFORT``'s rule, :func:`~generic_framework.wire.profiles.check_choice`).
+    """
+    options = ask.options
+    effort = options.reasoning_effort if options is not None else None
     model = ask.persona.spec.model
-    if effort is None or not model:
-        return None
-    return check_choice(
-        model,
-        thinking=None,
-        clear_thinking=None,
-        reasoning_effort=effort,
-        names={"model": "the persona's model", "reasoning_effort": "reasoning_effort"},
-    )
+    profile = profile_for(model, warn=False) if effort is not None and model else None
+    if options is None or effort is None or model is None or profile is None:
+        return ask
+    if not profile.efforts:
+        problem = check_choice(
+            model,
+            thinking=None,
+            clear_thinking=None,
+            reasoning_effort=effort,
+            names={"model": "the persona's model", "reasoning_effort": "reasoning_effort"},
+        )
+        raise OptionRefused("reasoning_effort", problem or "not taken")
+    taken = nearest_effort(effort, profile.efforts)
+    if taken == effort:
+        return ask
+    return replace(ask, options=replace(options, reasoning_effort=taken))
 
 
 def allowed(caller: Caller | None, persona: str) -> bool:
@@ -205,29 +227,81 @@ class TurnService:
         self.hooks.append(hooks)
 
     async def admit(self, ask: Ask) -> Allowance:
-        """Admit ``ask``'s caller: their key's persona allowlist, then their limits.
+        """Admit ``ask``'s caller: their key's persona allowlist, their options and pictures,
+        then their limits.
 
         Raises:
             PersonaNotAllowed: the key may not use the persona.
-            OptionRefused: the persona's model does not take an option the caller chose.
+            OptionRefused: the persona's model takes no ``reasoning_effort`` and the caller
+                chose one (a value it does not take is sent as the nearest it takes), or a
+                picture is refused (``param`` ``image_url``, code ``invalid_image``).
             TurnRefused: a limit is reached (nothing ran, nothing was counted).
         """
+        return (await self._admit(ask))[0]
+
+    async def _admit(self, ask: Ask) -> tuple[Allowance, Ask, tuple[Picture, ...]]:
+        """The allowance, ``ask`` as it runs (its effort as the model takes it), its pictures."""
         if not allowed(ask.caller, ask.persona.spec.name):
             raise PersonaNotAllowed(ask.persona.spec.name)
-        problem = _option_problem(ask)
-        if problem is not None:
-            raise OptionRefused("reasoning_effort", problem)
+        ask = _effort(ask)
+        pictures = self._pictures(ask)
         if ask.caller is None or unlimited(ask.caller):
-            return _FREE
+            return _FREE, replace(ask, images=()), pictures
         admitted = await admit_turn(ask.caller, self.users, self.resources.settings, web=ask.web)
         if isinstance(admitted, Refusal):
             raise TurnRefused(admitted)
-        return admitted
+        return admitted, replace(ask, images=()), pictures
+
+    def _pictures(self, ask: Ask) -> tuple[Picture, ...]:
+        """The ask's pictures, checked (:func:`~generic_framework.pictures.read_pictures`)."""
+        if not ask.images:
+            return ()
+        settings = self.resources.settings
+        try:
+            return read_pictures(
+                ask.images,
+                max_count=settings.bot_max_images,
+                max_bytes=settings.bot_max_image_bytes,
+            )
+        except PictureRefused as exc:
+            raise OptionRefused("image_url", str(exc), code="invalid_image") from None
+
+    async def _seen(self, ask: Ask, pictures: tuple[Picture, ...], allowance: Allowance) -> Ask:
+        """``ask`` with its pictures in its options: as they came for a persona whose model
+        sees, else each described by the persona's vision model first (those calls' tokens
+        counted against the caller's daily limits at once)."""
+        if not pictures:
+            return ask
+        spec = ask.persona.spec
+        if not sees(spec.model or self.resources.settings.llm_model):
+            account = TurnAccount()
+            user = pseudonym(ask.caller.user.id) if ask.caller is not None else None
+            vision = spec.vision_model or self.resources.settings.llm_vision_model
+            try:
+                pictures = tuple(
+                    [
+                        await describe(
+                            self.resources.model,
+                            vision,
+                            picture,
+                            ask.text,
+                            account=account,
+                            user_id=user,
+                        )
+                        for picture in pictures
+                    ]
+                )
+            finally:
+                if allowance.scopes:
+                    await record_turn(allowance, account, self.users)
+        options = replace(ask.options or NO_OPTIONS, pictures=pictures)
+        return replace(ask, options=options)
 
     async def respond(self, ask: Ask) -> Reply:
         """Admit, answer and count one turn (see :meth:`admit` for what it raises; a failed
         turn raises what the persona raised, after its billed tokens were counted)."""
-        allowance = await self.admit(ask)
+        allowance, ask, pictures = await self._admit(ask)
+        ask = await self._seen(ask, pictures, allowance)
         options = await self._options(ask)
         bill, hooks = self._hooks(allowance)
         try:
@@ -243,12 +317,14 @@ class TurnService:
             await self._count(allowance, bill)
 
     async def stream(self, ask: Ask) -> AsyncGenerator[PersonaEvent, None]:
-        """Admit ``ask`` now (see :meth:`admit`); then its events, not started yet.
+        """Admit ``ask`` now (see :meth:`admit`), and describe its pictures for a persona
+        whose model cannot see; then its events, not started yet.
 
         Iterate them to ``Done`` or close them: the turn is counted when the generator ends,
         however it ends.
         """
-        allowance = await self.admit(ask)
+        allowance, ask, pictures = await self._admit(ask)
+        ask = await self._seen(ask, pictures, allowance)
         options = await self._options(ask)
         bill, hooks = self._hooks(allowance)
         events = ask.persona.stream(

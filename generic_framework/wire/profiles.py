@@ -24,12 +24,16 @@ from generic_framework.limits import ReasoningEffort
 from generic_framework.wire.messages import ChatRequest, FunctionToolSpec
 
 __all__ = [
+    "DEFAULT_EFFORT",
     "PROFILES",
     "REASONING_EFFORTS",
     "ModelProfile",
     "ReasoningEffort",
     "check_choice",
+    "default_effort",
+    "nearest_effort",
     "profile_for",
+    "sees",
     "shape_request",
 ]
 
@@ -37,6 +41,21 @@ logger = logging.getLogger("generic_framework.models")
 
 REASONING_EFFORTS: tuple[ReasoningEffort, ...] = get_args(ReasoningEffort)
 """Every ``reasoning_effort`` value Z.AI documents (GLM-5.2); a model takes a subset."""
+
+DEFAULT_EFFORT: ReasoningEffort = "high"
+"""The ``reasoning_effort`` sent when nobody chose one (neither the persona file, nor
+``LLM_REASONING_EFFORT``, nor the client), to a model that takes efforts: not ``max``, which
+GLM-5.3 runs at when a request names none (its most expensive tier: docs/design/0318)."""
+
+_COST_ORDER: tuple[ReasoningEffort, ...] = (
+    "none",
+    "minimal",
+    "low",
+    "medium",
+    "high",
+    "xhigh",
+    "max",
+)
 
 _GLM52_EFFORTS: tuple[ReasoningEffort, ...] = REASONING_EFFORTS
 _GLM53_EFFORTS: tuple[ReasoningEffort, ...] = ("low", "high", "max")
@@ -148,17 +167,28 @@ PROFILES: dict[str, ModelProfile] = {
             clear_thinking=True,
             efforts=_GLM52_EFFORTS,
             tool_stream=True,
-            context_window=200 * _K,
+            context_window=1024 * _K,
             max_output=128 * _K,
         ),
         *_family(
             "GLM-5.3",
-            ("glm-5.3", "glm-5.3-flash"),
+            ("glm-5.3", "glm-5.3-flashx"),
             thinking_off=False,
             clear_thinking=True,
             efforts=_GLM53_EFFORTS,
             tool_stream=True,
-            context_window=200 * _K,
+            context_window=1024 * _K,
+            max_output=128 * _K,
+        ),
+        *_family(
+            "GLM-5.3-Flash",
+            ("glm-5.3-flash",),
+            vision=True,
+            thinking_off=False,
+            clear_thinking=True,
+            efforts=_GLM53_EFFORTS,
+            tool_stream=True,
+            context_window=1024 * _K,
             max_output=128 * _K,
         ),
         *_family(
@@ -172,12 +202,21 @@ PROFILES: dict[str, ModelProfile] = {
         ),
         *_family(
             "GLM-4.6V",
-            ("glm-4.6v", "glm-4.6v-flash"),
+            ("glm-4.6v", "glm-4.6v-flash", "glm-4.6v-flashx"),
             vision=True,
             clear_thinking=False,
             tool_stream=False,
             context_window=128 * _K,
             max_output=32 * _K,
+        ),
+        *_family(
+            "GLM-5V-Turbo",
+            ("glm-5v-turbo",),
+            vision=True,
+            clear_thinking=True,
+            tool_stream=False,
+            context_window=200 * _K,
+            max_output=128 * _K,
         ),
     ]
 }
@@ -206,6 +245,29 @@ def profile_for(model: str, *, warn: bool = True) -> ModelProfile | None:
                 model,
             )
     return profile
+
+
+def nearest_effort(wanted: str, efforts: tuple[ReasoningEffort, ...]) -> ReasoningEffort:
+    """The value of ``efforts`` nearest ``wanted`` in cost order (``none`` ... ``max``); between
+    two as near, the higher (the caller asked for at least that much thought)."""
+    rank = _COST_ORDER.index(wanted) if wanted in _COST_ORDER else len(_COST_ORDER) // 2
+    return min(efforts, key=lambda e: (abs(_COST_ORDER.index(e) - rank), -_COST_ORDER.index(e)))
+
+
+def default_effort(model: str) -> ReasoningEffort | None:
+    """:data:`DEFAULT_EFFORT` as ``model`` takes it (the nearest), or ``None`` for a model that
+    takes no effort or is not in the table."""
+    profile = profile_for(model, warn=False)
+    if profile is None or not profile.efforts:
+        return None
+    return nearest_effort(DEFAULT_EFFORT, profile.efforts)
+
+
+def sees(model: str) -> bool:
+    """Whether ``model`` takes pictures, by the table; an unknown id is taken not to (its
+    pictures are described first, never sent to a model that may refuse them)."""
+    profile = profile_for(model, warn=False)
+    return profile is not None and profile.vision
 
 
 def check_choice(

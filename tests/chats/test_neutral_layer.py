@@ -153,12 +153,17 @@ async def test_a_stranger_and_a_file_get_their_short_replies_and_no_model_call(
     async def nothing() -> bytes:
         return b""
 
-    photo = Attachment("f1", "image/png", 3, None, nothing)
-    friend = Incoming("chatland", 1, surface.chat, "-5", "look", attachments=(photo,))
+    voice = Attachment("f1", "audio/ogg", 3, None, nothing)
+    friend = Incoming("chatland", 1, surface.chat, "-5", "listen", attachments=(voice,))
+    # A picture whose bytes are not a picture: refused by the turn service, nothing sent.
+    photo = Attachment("f2", "image/png", 3, None, nothing)
+    pictured = Incoming("chatland", 1, surface.chat, "-5", "look", attachments=(photo,))
     async with runtime:
         assert await answerer.answer(stranger, surface) == "refused"
         assert await answerer.answer(friend, surface) == "refused"
-    assert surface.said == [stranger_text(NAMES, 2, -5, False), TEXT_ONLY]
+        assert await answerer.answer(pictured, surface) == "refused"
+    assert surface.said[:2] == [stranger_text(NAMES, 2, -5, False), TEXT_ONLY]
+    assert "cannot use that picture" in surface.said[2] and "empty" in surface.said[2]
     assert "CHATLAND_ALLOWED_ROOMS" in surface.said[0] and "room, -5" in surface.said[0]
     assert isinstance(model, FunctionModel) and model.requests == []
 

@@ -60,7 +60,12 @@ def test_the_dicts_split_into_system_messages_and_history() -> None:
         ([{"role": "robot", "content": "x"}], r"history\[0\]\.role must be one of"),
         (["hello"], r"history\[0\] must be a message object"),
         ([{"role": "user", "content": "  "}], r"history\[0\]: the user message is empty"),
-        ([{"role": "user", "content": [{"type": "image_url"}]}], "only text content parts"),
+        ([{"role": "user", "content": [{"type": "image_url"}]}], "must be an object with"),
+        ([{"role": "user", "content": [{"type": "audio"}]}], "only text and image_url"),
+        (
+            [{"role": "system", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+            "only text content parts",
+        ),
         ([{"role": "user", "content": 5}], "must be a string or a list of text parts"),
         ([{"role": "user", "content": "\udcff"}], "must be UTF-8 text"),
     ],

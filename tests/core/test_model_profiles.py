@@ -22,7 +22,14 @@ from generic_framework.tools import calculate
 from generic_framework.wire import profiles
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.messages import ChatRequest, Thinking, UserMessage
-from generic_framework.wire.profiles import PROFILES, check_choice, profile_for, shape_request
+from generic_framework.wire.profiles import (
+    PROFILES,
+    REASONING_EFFORTS,
+    check_choice,
+    nearest_effort,
+    profile_for,
+    shape_request,
+)
 
 MakeScript = Callable[..., Script]
 MakeClient = Callable[..., GLMClient]
@@ -51,6 +58,42 @@ def test_the_table_covers_the_families_a_user_can_pick() -> None:
     assert not PROFILES["glm-4.7"].efforts and PROFILES["glm-4.7"].tool_stream
     assert not PROFILES["glm-4.5"].tool_stream
     assert profile_for("GLM-4.7") is PROFILES["glm-4.7"]
+
+
+@pytest.mark.parametrize(
+    ("model", "values", "sent"),
+    [
+        ("glm-5.3", {}, "high"),
+        ("glm-5.2", {}, "high"),
+        ("glm-5.3", {"llm_reasoning_effort": "max"}, "max"),
+        ("glm-4.7", {}, None),
+    ],
+)
+async def test_a_documented_effort_is_sent_when_nobody_chose_one(
+    tmp_path: Path,
+    script: MakeScript,
+    client_for: MakeClient,
+    model: str,
+    values: dict[str, Any],
+    sent: str | None,
+) -> None:
+    settings = make_settings(tmp_path, llm_model=model, **values)
+    fake = script(completion("hi", model=model))
+    await persona(settings, client_for(fake, settings)).respond("hello")
+    assert fake.requests[0].get("reasoning_effort") == sent
+
+
+def test_the_nearest_effort_goes_up_between_two_as_near() -> None:
+    takes = PROFILES["glm-5.3"].efforts
+    assert [nearest_effort(e, takes) for e in REASONING_EFFORTS] == [
+        "max",
+        "max",
+        "high",
+        "high",
+        "low",
+        "low",
+        "low",
+    ]
 
 
 async def test_reasoning_effort_reaches_a_model_that_takes_it(

@@ -103,3 +103,23 @@ def test_a_fixture_recording_what_the_service_refuses_is_not_loaded() -> None:
     bad = recording("bad", "Yes.", {}, model="glm-5.3", thinking={"type": "disabled"})
     with pytest.raises(FixtureError, match="1210 This model always engages in thinking"):
         create_app([bad])
+
+
+PICTURE = {"type": "image_url", "image_url": {"url": "https://pictures.invalid/a.png"}}
+
+
+@pytest.mark.parametrize(
+    ("model", "status"),
+    [("glm-4.7", 400), ("glm-5.3", 400), ("glm-4.6v", 200), ("glm-5v-turbo", 200)],
+)
+def test_a_picture_is_refused_to_a_model_that_cannot_see(
+    serve: Callable[..., MockServer], http: httpx.Client, model: str, status: int
+) -> None:
+    asked = {"role": "user", "content": [{"type": "text", "text": QUESTION}, PICTURE]}
+    recorded = exchange(chat(asked, model="glm-4.6v"), completion("Seen."))
+    serve(make_fixture("any", recorded, user_input=QUESTION))
+    response = http.post(CHAT, json=chat(asked, model=model))
+    assert response.status_code == status, response.text
+    if status == 400:
+        assert response.json()["error"]["code"] == "1210"
+        assert "does not take image content" in response.json()["error"]["message"]

@@ -267,31 +267,42 @@ async def test_what_cannot_be_honoured_is_a_400_naming_the_parameter(
     assert upstream.bodies == []
 
 
-async def test_reasoning_effort_follows_the_rule_of_llm_reasoning_effort(
+async def test_reasoning_effort_is_sent_as_the_nearest_the_model_takes(
     tmp_path: Path, connect: Connect
 ) -> None:
     found = fixture("plain", [([QUESTION], answer_body(ANSWER))])
     async with MockServer([found]) as mock:
         client, upstream = connect(mock, persona_file(tmp_path / "p", extra='model = "glm-5.3"'))
-        await client.chat.completions.create(
-            model="tutor",
-            messages=[QUESTION],  # type: ignore[list-item]
-            reasoning_effort="high",
-        )
+        for asked in ("low", "medium", "minimal", "xhigh", None):
+            extra = {"reasoning_effort": asked} if asked else {}
+            await client.chat.completions.create(
+                model="tutor",
+                messages=[QUESTION],  # type: ignore[list-item]
+                **extra,  # type: ignore[arg-type]
+            )
+    # GLM-5.3 takes low, high and max: medium (as near low as high) goes up, minimal down to
+    # low, xhigh up to max; none asked is the documented default, high, never GLM-5.3's max.
+    sent = [body["reasoning_effort"] for body in upstream.bodies]
+    assert sent == ["low", "high", "low", "max", "high"]
+
+
+async def test_reasoning_effort_to_a_model_that_takes_none_is_refused(
+    tmp_path: Path, connect: Connect
+) -> None:
+    async with MockServer([]) as mock:
+        client, upstream = connect(mock, persona_file(tmp_path / "p", extra='model = "glm-4.7"'))
         with pytest.raises(openai.BadRequestError) as caught:
             await client.chat.completions.create(
                 model="tutor",
                 messages=[QUESTION],  # type: ignore[list-item]
                 reasoning_effort="medium",
             )
-    assert upstream.bodies[0]["reasoning_effort"] == "high"
-    assert len(upstream.bodies) == 1
+    assert upstream.bodies == []
     error = caught.value.body
     assert isinstance(error, dict)
-    # The words LLM_REASONING_EFFORT=medium gets at start-up, with the values the model takes.
     assert error["message"] == (
-        "reasoning_effort: reasoning_effort=medium: GLM-5.3 (the persona's model=glm-5.3) "
-        "takes only low, high, max"
+        "reasoning_effort: reasoning_effort=medium: GLM-4.7 (the persona's model=glm-4.7) "
+        "takes no reasoning_effort (GLM-5.2 and later do); leave it unset"
     )
 
 

@@ -38,6 +38,7 @@ async def test_document_covers_the_api(client_for: Client) -> None:
         ("/v1/conversations/{conversation_id}", "patch"),
         ("/v1/conversations/{conversation_id}", "delete"),
         ("/v1/conversations/{conversation_id}/turns/last", "delete"),
+        ("/v1/conversations/{conversation_id}/pictures/{sha256}", "get"),
         ("/v1/memories", "get"),
         ("/v1/memories", "post"),
         ("/v1/memories/{memory_id}", "delete"),

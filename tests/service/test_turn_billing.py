@@ -9,6 +9,7 @@ leaves (the streamed one): tests/billed_turns.py. On SQLite and on PostgreSQL, i
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -27,7 +28,16 @@ from generic_framework.store import ConversationStore
 from generic_framework.store.users import Limits
 from generic_framework.testing import FunctionModel
 from generic_framework.tools.examples import calculate
-from generic_framework.wire.messages import ChatRequest, ContentDelta, StreamEvent
+from generic_framework.wire.errors import ServerError
+from generic_framework.wire.messages import (
+    AssistantMessage,
+    ChatCompletion,
+    ChatRequest,
+    Choice,
+    ContentDelta,
+    StreamEvent,
+    Usage,
+)
 
 
 class HalfAnswer(FunctionModel):
@@ -160,3 +170,33 @@ async def test_a_stream_abandoned_mid_answer_counts_its_billed_tokens(
         refused = await client.post("/v1/chat/completions", json=ASK)
     assert refused.status_code == 429
     assert refused.json()["error"]["code"] == "user_daily_tokens"
+
+
+def describe_then_fail(request: ChatRequest) -> ChatCompletion:
+    """The vision model's description (billed), then the persona's answer call fails."""
+    if request.model != "glm-4.6v":
+        raise ServerError("the answer call failed", status_code=500)
+    message = AssistantMessage(content="A red square.")
+    return ChatCompletion(
+        id="described",
+        model="glm-4.6v",
+        choices=[Choice(finish_reason="stop", message=message)],
+        usage=Usage(prompt_tokens=450, completion_tokens=50, total_tokens=BILLED),
+    )
+
+
+async def test_a_picture_s_description_counts_even_when_the_answer_fails(
+    open_world: Callable[[FunctionModel], Awaitable[World]],
+) -> None:
+    world = await open_world(FunctionModel(describe_then_fail))
+    png = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(8)).decode()
+    content = [
+        {"type": "text", "text": "what is it?"},
+        {"type": "image_url", "image_url": {"url": png}},
+    ]
+    ask = {"model": "helper", "messages": [{"role": "user", "content": content}]}
+    async with _client(world) as client:
+        failed = await client.post("/v1/chat/completions", json=ask)
+        assert failed.status_code == 502
+        me = (await client.get("/v1/me")).json()
+    assert me["today"]["tokens"] == BILLED

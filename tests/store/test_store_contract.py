@@ -17,6 +17,7 @@ from generic_framework.store import (
     checksum,
     open_store,
 )
+from generic_framework.store.pictures import StoredPicture
 from generic_framework.store.sqlite_schema import MIGRATIONS
 from generic_framework.wire.messages import (
     AssistantMessage,
@@ -244,3 +245,49 @@ async def test_delete_last_turn_removes_one_whole_turn(store: ConversationStore)
     assert await store.turns("single") is None
     assert await store.delete_last_turn("single") is False
     assert await store.delete_last_turn("never") is False
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+
+
+def pictured(n: int) -> tuple[StoredPicture, ...]:
+    return (
+        StoredPicture(sha256=f"{n:064x}", mime="image/png", data=PNG, description=f"seen {n}"),
+        StoredPicture(sha256="f" * 64, mime="", url="https://pictures.invalid/a.png"),
+    )
+
+
+async def test_a_turn_s_pictures_are_kept_dumped_restored_and_removed_with_it(
+    make_store: MakeStore,
+) -> None:
+    store = make_store()
+    await store.append_turn("c", "scout", turn(1), record(1), pictured(1))
+    async with store.lock("c", history=1) as held:
+        await held.load(1)
+        await held.append_turn("scout", turn(2), None, pictured(2))
+    await store.append_turn("c", "scout", turn(3))
+    kept = await store.picture("c", f"{2:064x}")
+    assert kept == replace(pictured(2)[0], turn=2, seq=0)
+    linked = await store.picture("c", "f" * 64)
+    assert linked is not None and linked.turn == 1 and linked.seq == 1 and linked.data == b""
+    assert await store.picture("other", f"{1:064x}") is None
+    dump = await store.dump("c")
+    assert dump is not None and [(p.turn, p.seq) for p in dump.pictures] == [
+        (1, 0),
+        (1, 1),
+        (2, 0),
+        (2, 1),
+    ]
+    # The pictures are part of the checksum, and come back whole with a restore.
+    assert checksum(replace(dump, pictures=())) != checksum(dump)
+    await store.delete("c")
+    assert await store.picture("c", f"{1:064x}") is None
+    await store.restore(dump)
+    assert await store.dump("c") == dump
+    # Removing the last turn with pictures removes them; the conversation, the rest.
+    await store.delete_last_turn("c")
+    await store.delete_last_turn("c")
+    assert await store.picture("c", f"{2:064x}") is None
+    assert await store.picture("c", f"{1:064x}") is not None
+    await store.delete("c")
+    assert await store.picture("c", f"{1:064x}") is None

@@ -149,14 +149,40 @@ class Chats:
             self.received(message)
             return {"message": message}
 
-    def photo(self, *, user_id: int = 1001, chat_id: int | None = None) -> dict[str, Any]:
-        """A message update with a photo and no text, not queued."""
+    def photo(
+        self,
+        *,
+        user_id: int = 1001,
+        chat_id: int | None = None,
+        sizes: list[tuple[str, int]] | None = None,
+        caption: str | None = None,
+    ) -> dict[str, Any]:
+        """A message update with a photo (``sizes``: its sizes' file ids and byte sizes,
+        smallest first) and its ``caption``, or no text, not queued."""
         with self._lock:
             message = self._user_message(user_id, chat_id, None, "Ada", "ada")
+            sizes = sizes or [(f"photo-{message['message_id']}", 1024)]
             message["photo"] = [
-                {"file_id": f"photo-{message['message_id']}", "file_unique_id": "p1",
-                 "width": 90, "height": 90, "file_size": 1024},
+                {"file_id": file_id, "file_unique_id": file_id, "width": 90 * (n + 1),
+                 "height": 90 * (n + 1), "file_size": size}
+                for n, (file_id, size) in enumerate(sizes)
             ]  # fmt: skip
+            if caption is not None:
+                message["caption"] = caption
+            self.received(message)
+            return {"message": message}
+
+    def document(
+        self, file_id: str, mime: str, size: int, *, caption: str | None = None
+    ) -> dict[str, Any]:
+        """A message update with a document (a file sent as a file), not queued."""
+        with self._lock:
+            message = self._user_message(1001, None, None, "Ada", "ada")
+            message["document"] = {"file_id": file_id, "file_unique_id": file_id,
+                                   "file_name": f"{file_id}.bin", "mime_type": mime,
+                                   "file_size": size}  # fmt: skip
+            if caption is not None:
+                message["caption"] = caption
             self.received(message)
             return {"message": message}
 

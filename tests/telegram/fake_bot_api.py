@@ -33,7 +33,7 @@ import uvicorn
 from bot_api_chats import ApiError, Chats, update_kind
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 __all__ = ["Call", "FakeBotAPI", "deliver"]
@@ -143,6 +143,7 @@ class FakeBotAPI(Chats):
         self._faults: dict[str, deque[ApiError]] = {}
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._commands: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.files: dict[str, bytes] = {}  # file_id -> bytes, served by getFile and /file/
         self._closing = False
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -161,6 +162,7 @@ class FakeBotAPI(Chats):
             "setWebhook": self._set_webhook,
             "deleteWebhook": self._delete_webhook,
             "getWebhookInfo": self._webhook_info,
+            "getFile": self._get_file,
             "close": lambda p: True,
             "logOut": lambda p: True,
         }
@@ -173,6 +175,7 @@ class FakeBotAPI(Chats):
         app = Starlette(
             routes=[
                 Route("/bot{token}/{method}", self._endpoint, methods=["GET", "POST"]),
+                Route("/file/bot{token}/{path:path}", self._file, methods=["GET"]),
                 Route("/{path:path}", self._not_found, methods=["GET", "POST"]),
             ]
         )
@@ -308,6 +311,24 @@ class FakeBotAPI(Chats):
             return list(self._commands.get((scope, language_code), []))
 
     # -- the HTTP side -----------------------------------------------------------------------
+
+    async def _file(self, request: Request) -> Response:
+        """A file's bytes, as ``https://api.telegram.org/file/bot<token>/<file_path>``."""
+        token = str(request.path_params["token"]).encode()
+        path = str(request.path_params["path"])
+        file_id = path.removeprefix("files/")
+        self._record(Call("file", {"file_path": path}, time.monotonic(), 200))
+        if not hmac.compare_digest(token, self.token.encode()) or file_id not in self.files:
+            return Response(status_code=404)
+        return Response(self.files[file_id], media_type="application/octet-stream")
+
+    def _get_file(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = str(params.get("file_id"))
+        if file_id not in self.files:
+            raise ApiError(400, "Bad Request: invalid file_id")
+        size = len(self.files[file_id])
+        return {"file_id": file_id, "file_unique_id": file_id, "file_size": size,
+                "file_path": f"files/{file_id}"}  # fmt: skip
 
     async def _not_found(self, request: Request) -> JSONResponse:
         return _answer(404, error=ApiError(404, "Not Found"))

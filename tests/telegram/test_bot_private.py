@@ -107,10 +107,12 @@ def test_a_stranger_gets_their_id_and_no_model_call(
     assert not [c for c in fake_bot_api.calls if c.method == "sendMessageDraft"]
 
 
-def test_a_photo_gets_a_polite_text_only_reply(fake_bot_api: FakeBotAPI, bot: BotProcess) -> None:
-    fake_bot_api.push(fake_bot_api.photo())
+def test_a_file_that_is_not_a_picture_gets_a_polite_reply(
+    fake_bot_api: FakeBotAPI, bot: BotProcess
+) -> None:
+    fake_bot_api.push(fake_bot_api.document("notes", "application/zip", 10))
     reply = fake_bot_api.wait_for(lambda c: c.method == "sendMessage")
-    assert "only read text" in reply.params["text"]
+    assert "only read text and pictures" in reply.params["text"]
 
 
 def _chat_state(tmp: Path, key: str) -> str:

@@ -31,8 +31,11 @@ PLATFORM = "telegram"
 """The platform's name in the store (chat states, claimed updates, user names)."""
 
 
-def attachments_of(bot: Bot, message: Message) -> tuple[Attachment, ...]:
-    """The files of ``message`` (a photo's largest size, a document, a voice message...)."""
+def attachments_of(
+    bot: Bot, message: Message, max_bytes: int | None = None
+) -> tuple[Attachment, ...]:
+    """The files of ``message`` (a photo's largest size, within ``max_bytes`` when given: the
+    largest Telegram offers that the bot may send; a document, a voice message...)."""
 
     def fetcher(file_id: str) -> Callable[[], Awaitable[bytes]]:
         async def fetch() -> bytes:
@@ -43,7 +46,9 @@ def attachments_of(bot: Bot, message: Message) -> tuple[Attachment, ...]:
 
     found: list[Attachment] = []
     if message.photo:
-        size = message.photo[-1]
+        sizes = sorted(message.photo, key=lambda s: s.file_size or s.width * s.height)
+        fits = [s for s in sizes if max_bytes is None or (s.file_size or 0) <= max_bytes]
+        size = (fits or sizes)[-1]
         found.append(
             Attachment(size.file_id, "image/jpeg", size.file_size, None, fetcher(size.file_id))
         )
@@ -109,7 +114,7 @@ class Handlers:
             return None
         private = message.chat.type == ChatType.PRIVATE
         chat = ChatRef(message.chat.id, thread_of(message), private)
-        files = attachments_of(self.bot, message)
+        files = attachments_of(self.bot, message, self.runtime.settings.bot_max_image_bytes)
         replied = message.reply_to_message
         incoming = Incoming(
             PLATFORM,

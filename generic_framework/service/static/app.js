@@ -570,8 +570,11 @@ async function send(text) {
   if (!state.conversation) remember(newConversationId());
   $("examples-menu").open = false;
   clearLastActions();
-  const { web, content } = composed(text);
-  const userDiv = addUser(content);
+  const { web, content: typed } = composed(text);
+  const pictures = window.gfPictures.take();
+  const content = window.gfPictures.content(typed, pictures);
+  const userDiv = addUser(typed);
+  window.gfPictures.show(userDiv, pictures);
   const answer = new Answer(web ? "Searching the web…" : "Thinking…");
   const controller = new AbortController();
   state.turn = { controller, answer };
@@ -760,7 +763,9 @@ async function restoreConversation() {
   selectPersona(body.persona);
   renderExamples();
   for (const turn of body.turns || []) {
-    addUser(turnQuestion(turn, body.messages || []), false);
+    const userDiv = addUser(turnQuestion(turn, body.messages || []), false);
+    const pictures = (body.pictures || []).filter((p) => p.turn === turn.turn);
+    if (pictures.length) await window.gfPictures.restore(userDiv, state.conversation, pictures, api);
     const answer = new Answer("");
     answer.finish({ content: turn.answer || "", citations: turn.citations || [] });
   }
@@ -1068,7 +1073,7 @@ function init() {
   $("chat-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const text = $("input").value;
-    if (!text.trim() || state.turn) return;
+    if ((!text.trim() && !window.gfPictures.has()) || state.turn) return;
     $("input").value = "";
     submit(text);
   });
