@@ -22,6 +22,10 @@ request it builds for its one model-call seam (``Persona._call_llm``):
   ``tool_calls``); the caller runs them and sends the results back as ``continuation``.
 - ``continuation``: the messages after the turn's user message (assistant tool calls, then one
   tool message per call): the caller's tool rounds, which the next call continues from.
+- ``settles``: the request's running claim (the service's ``Idempotency-Key``), settled by the
+  stored turn in the turn's own transaction (:mod:`~generic_framework.store.keys`), so a
+  retry finds the stored turn even when the process died before it finished the claim. It
+  goes to the store only: no model call sees it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from generic_framework.store.keys import ClaimRef
 from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,
@@ -87,6 +92,7 @@ class TurnOptions:
     client_tools: tuple[FunctionToolSpec, ...] = ()
     tool_choice: str | None = None
     continuation: tuple[AssistantMessage | ToolMessage, ...] = field(default=())
+    settles: ClaimRef | None = None
 
     def __post_init__(self) -> None:
         """Z.AI's ranges (docs/protocol.md §2.1), checked before anything is sent.

@@ -357,7 +357,9 @@ class Persona(TurnEngine):
                     record = turn_record(
                         text, end.reply, watch.account, caller, offline=self.runtime.offline
                     )
-                    await held.append_turn(self.spec.name, turn.new, record)
+                    await held.append_turn(
+                        self.spec.name, turn.new, record, settles=options.settles
+                    )
         except BaseException as exc:
             watch.failed(exc)
             raise

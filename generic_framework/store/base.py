@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from generic_framework.citation import Citation
 from generic_framework.limits import check_conversation_id
 from generic_framework.store.chats import ChatAdmin, ChatStore
-from generic_framework.store.keys import ClaimStore
+from generic_framework.store.keys import ClaimRef, ClaimStore
 from generic_framework.store.users import UserAdmin
 from generic_framework.wire.messages import Message
 
@@ -292,10 +292,16 @@ class HeldConversation(Protocol):
         ...
 
     async def append_turn(
-        self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
+        self,
+        persona: str,
+        messages: Sequence[Message],
+        record: TurnRecord | None = None,
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
         """Store one whole turn in one short transaction and make it durable; return its
-        number."""
+        number. ``settles``: a running claim the turn settles in the same transaction
+        (:mod:`~generic_framework.store.keys`)."""
         ...
 
 
@@ -325,8 +331,11 @@ class TurnStore(Protocol):
         persona: str,
         messages: Sequence[Message],
         record: TurnRecord | None = None,
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
-        """Store one whole turn atomically; return its number (1 for the first)."""
+        """Store one whole turn atomically (settling the claim ``settles``, if given, with it);
+        return its number (1 for the first)."""
         ...
 
     async def aclose(self) -> None:

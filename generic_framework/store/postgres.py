@@ -43,7 +43,7 @@ from generic_framework.store.base import (
     check_title,
     split_cursor,
 )
-from generic_framework.store.keys import PURGE_EVERY, Claim
+from generic_framework.store.keys import PURGE_EVERY, Claim, ClaimRef
 from generic_framework.store.postgres_bounds import bounded, connection_options
 from generic_framework.store.postgres_chats import PostgresChats
 from generic_framework.store.postgres_errors import (
@@ -93,13 +93,18 @@ class _Held:
         )
 
     async def append_turn(
-        self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
+        self,
+        persona: str,
+        messages: Sequence[Message],
+        record: TurnRecord | None = None,
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
         self._check()
         return await self._locks.run(
             self._hold,
             lambda conn: postgres_turns.append_and_release(
-                conn, self._hold, self._id, persona, messages, record
+                conn, self._hold, self._id, persona, messages, record, settles
             ),
         )
 
@@ -231,12 +236,17 @@ class PostgresStore(PostgresUsers, PostgresChats):
         persona: str,
         messages: Sequence[Message],
         record: TurnRecord | None = None,
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
-        """Store one whole turn in one transaction (under the conversation's lock)."""
+        """Store one whole turn in one transaction (under the conversation's lock; the claim
+        ``settles``, if given, settled in it: :mod:`~generic_framework.store.keys`)."""
         check_conversation_key(conversation_id)
         async with self._connection() as conn:
             await postgres_turns.lock_conversation(conn, conversation_id)
-            return await postgres_turns.append(conn, conversation_id, persona, messages, record)
+            return await postgres_turns.append(
+                conn, conversation_id, persona, messages, record, settles
+            )
 
     async def get(self, conversation_id: str) -> list[StoredMessage] | None:
         """Every stored message of a conversation, or ``None`` when it does not exist."""

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generic_framework.store.base import TurnRecord
+from generic_framework.store.keys import ClaimRef
 from generic_framework.store.postgres_locks import Hold, conversation_key
 from generic_framework.store.postgres_rows import COLUMNS, MESSAGE, record_params
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS
@@ -57,7 +58,16 @@ _TURN = (
     " SELECT %s, (SELECT turns FROM c), x.n - 1, x.role, x.body"
     " FROM unnest(%b::text[], %b::text[]) WITH ORDINALITY AS x(role, body, n))"
 )
-_WRITE_TURN = _TURN + " SELECT turns FROM c"  # noqa: S608 - constants only
+# A claim settled by the turn (store/keys.py), in the same statement: marked ``stored`` with the
+# turn's conversation and number (parameters: the conversation, then the claim's owner, key and
+# token), so the turn and its claim's settling commit together.
+_SETTLE = (
+    ", s AS (UPDATE idempotency_keys SET state = 'stored',"
+    " body = convert_to(%s::text || chr(10) || (SELECT turns FROM c)::text, 'UTF8')"
+    " WHERE caller = %s AND key = %s AND token = %s AND state = 'running')"
+)
+_RETURN_TURN = " SELECT turns FROM c"
+_WRITE_TURN = _TURN + _RETURN_TURN
 # The same turn on the session holding the conversation, releasing the session's lock in the
 # same statement: it takes the conversation's transaction-level lock (granted at once: the
 # session holds the key already), then gives back the session-level one (the subquery with the
@@ -65,10 +75,24 @@ _WRITE_TURN = _TURN + " SELECT turns FROM c"  # noqa: S608 - constants only
 # commits. Another replica's try conflicts with either, so it gets the conversation only once
 # the turn is committed. One round trip instead of the write and then the unlock
 # (docs/TRIED.md).
-_WRITE_AND_RELEASE = (
-    _TURN + " SELECT (SELECT turns FROM c),"  # noqa: S608 - constants only
+_RETURN_AND_RELEASE = (
+    " SELECT (SELECT turns FROM c),"
     " (SELECT pg_advisory_unlock(%s) FROM (SELECT pg_advisory_xact_lock(%s)) AS l)"
 )
+_WRITE_AND_RELEASE = _TURN + _RETURN_AND_RELEASE
+
+
+def _statement(tail: str, settles: ClaimRef | None) -> str:
+    """The turn's statement ending with ``tail``, settling a claim when there is one."""
+    return _TURN + (_SETTLE if settles is not None else "") + tail
+
+
+def _settle_params(conversation_id: str, settles: ClaimRef | None) -> list[Any]:
+    if settles is None:
+        return []
+    return [conversation_id, settles.owner, settles.key, settles.token]
+
+
 LOAD_HISTORY = (
     "SELECT body FROM messages WHERE conversation_id = %s AND turn >"
     " (SELECT turns FROM conversations WHERE id = %s) - %s ORDER BY turn, seq"
@@ -139,15 +163,20 @@ async def append(
     persona: str,
     messages: Sequence[Message],
     record: TurnRecord | None,
+    settles: ClaimRef | None = None,
 ) -> int:
-    """Insert a turn inside the pooled connection's open transaction and commit it.
+    """Insert a turn inside the pooled connection's open transaction and commit it (the
+    claim ``settles`` settled in it, if given).
 
     The counter's update, the turn's row, its messages and the commit go in one pipeline:
     one round trip to the server instead of four (docs/TRIED.md).
     """
-    params = turn_params(conversation_id, persona, messages, record)
+    params = [
+        *turn_params(conversation_id, persona, messages, record),
+        *_settle_params(conversation_id, settles),
+    ]
     async with conn.pipeline():
-        cursor = await conn.execute(_WRITE_TURN, params)
+        cursor = await conn.execute(_statement(_RETURN_TURN, settles), params)
         await conn.commit()
     (turn,) = await cursor.fetchone()
     return int(turn)
@@ -160,10 +189,12 @@ async def append_and_release(
     persona: str,
     messages: Sequence[Message],
     record: TurnRecord | None,
+    settles: ClaimRef | None = None,
 ) -> int:
     """On the session holding the conversation (autocommit): the turn in one statement, which
     commits on its own and hands the session's lock over to its own transaction
-    (:data:`_WRITE_AND_RELEASE`), so the conversation is free once the turn is committed.
+    (:data:`_WRITE_AND_RELEASE`), so the conversation is free once the turn is committed; the
+    claim ``settles``, if given, is settled by the same statement.
 
     Not a pipeline of the write and the unlock: without a Sync between them the two would
     share one implicit transaction and the unlock would come before the commit; an explicit
@@ -171,8 +202,13 @@ async def append_and_release(
     A write that fails rolls back; the session's lock, given back inside it or not, is
     released by :meth:`PostgresLocks.release` (an unlock of a lock not held does nothing).
     """
-    params = [*turn_params(conversation_id, persona, messages, record), hold.key, hold.key]
-    cursor = await conn.execute(_WRITE_AND_RELEASE, params)
+    params = [
+        *turn_params(conversation_id, persona, messages, record),
+        *_settle_params(conversation_id, settles),
+        hold.key,
+        hold.key,
+    ]
+    cursor = await conn.execute(_statement(_RETURN_AND_RELEASE, settles), params)
     (turn, _) = await cursor.fetchone()
     hold.released = True
     return int(turn)

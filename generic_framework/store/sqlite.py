@@ -50,7 +50,7 @@ from generic_framework.store.base import (
     check_title,
     split_cursor,
 )
-from generic_framework.store.keys import PURGE_EVERY, Claim
+from generic_framework.store.keys import PURGE_EVERY, Claim, ClaimRef
 from generic_framework.store.sqlite_chats import SQLiteChats
 from generic_framework.store.sqlite_schema import (
     MIGRATIONS,
@@ -106,9 +106,14 @@ class _Held:
         return await self._store.load(self._id, turns)
 
     async def append_turn(
-        self, persona: str, messages: Sequence[Message], record: TurnRecord | None = None
+        self,
+        persona: str,
+        messages: Sequence[Message],
+        record: TurnRecord | None = None,
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
-        return await self._store.append_turn(self._id, persona, messages, record)
+        return await self._store.append_turn(self._id, persona, messages, record, settles=settles)
 
 
 class SQLiteStore(SQLiteUsers, SQLiteChats):
@@ -157,15 +162,25 @@ class SQLiteStore(SQLiteUsers, SQLiteChats):
         persona: str,
         messages: Sequence[Message],
         record: TurnRecord | None = None,
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
-        """Store one whole turn in one transaction; return its number (1 for the first)."""
+        """Store one whole turn in one transaction (settling the claim ``settles``, if
+        given, in it: :mod:`~generic_framework.store.keys`); return its number (1 for the
+        first)."""
         check_conversation_key(conversation_id)
         if not messages:
             raise ValueError("a turn has at least one message")
         bodies = [(m.role, m.model_dump_json(exclude_none=True)) for m in messages]
         values = record_values(record)
         return await self._offload.run(
-            self._run, sqlite_conversations.append, conversation_id, persona, bodies, values
+            self._run,
+            sqlite_conversations.append,
+            conversation_id,
+            persona,
+            bodies,
+            values,
+            settles,
         )
 
     async def turns(self, conversation_id: str) -> list[StoredTurn] | None:

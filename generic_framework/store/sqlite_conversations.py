@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from generic_framework.store import sqlite_keys
 from generic_framework.store.base import (
     ConversationDump,
     ConversationSummary,
@@ -26,6 +27,7 @@ from generic_framework.store.base import (
     cursor_of,
     title_of,
 )
+from generic_framework.store.keys import ClaimRef
 from generic_framework.store.listing import LIST_SQL, TITLE_CUT, list_filter, message_text
 from generic_framework.store.sqlite_schema import RECORD_COLUMNS, record_from, record_values
 from generic_framework.wire.messages import Message
@@ -65,6 +67,7 @@ def append(
     persona: str,
     bodies: list[tuple[str, str]],
     values: tuple[Any, ...],
+    settles: ClaimRef | None = None,
 ) -> int:
     now = _now()
     db.execute("BEGIN IMMEDIATE")
@@ -77,6 +80,8 @@ def append(
             (conversation_id, now),
         ).fetchone()
         _insert_turn(db, conversation_id, turn, persona, now, values, bodies)
+        if settles is not None:
+            sqlite_keys.settle(db, settles, conversation_id, turn)
     except BaseException:
         db.execute("ROLLBACK")
         raise

@@ -24,18 +24,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from generic_framework.core.account import TurnAccount
 from generic_framework.core.events import PersonaEvent
 from generic_framework.core.history import HistoryItem
 from generic_framework.core.hooks import HookChain, TurnHooks
-from generic_framework.core.options import TurnOptions
+from generic_framework.core.options import NO_OPTIONS, TurnOptions
 from generic_framework.core.persona import WEB_PREFIX
 from generic_framework.core.reply import Reply
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.quotas import Allowance, Refusal, admit_turn, record_turn, unlimited
+from generic_framework.store.keys import ClaimRef
 from generic_framework.store.users import Caller, UserAdmin
 from generic_framework.wire.profiles import check_choice
 
@@ -108,6 +109,15 @@ class Ask:
     conversation_id: str | None = None
     history: Sequence[HistoryItem] | None = None
     options: TurnOptions | None = None
+
+    def settling(self, claim: ClaimRef | None) -> Ask:
+        """This ask, its stored turn settling ``claim`` (a request's ``Idempotency-Key``) in
+        the turn's own transaction (:attr:`TurnOptions.settles
+        <generic_framework.core.options.TurnOptions.settles>`); itself without one."""
+        if claim is None:
+            return self
+        options = replace(self.options or NO_OPTIONS, settles=claim)
+        return replace(self, options=options)
 
     @property
     def web(self) -> bool:
