@@ -278,6 +278,8 @@ for name, f in result["phases"].items():
           f"max={f['max_seconds']:6.2f}s statuses={f['statuses']}")
 slow = [r for r in result["requests"] if r["phase"] == "pause-database" and r["seconds"] > bound]
 print(f"  pause-database: {len(slow)} request(s) over the bound of {bound:g}s")
+for r in slow:
+    print(f"    at {r['at']}s via {r['url']}: HTTP {r['status']} after {r['seconds']}s {r['error']}")
 print(f"  turns acknowledged {sum(result['acked'].values())}, given up {sum(result['gave_up'].values())}")
 EOF
 verdict=$("$PYTHON" "$ROOT/scripts/multinode_client.py" verify --url "http://127.0.0.1:$PROXY_PORT" \
@@ -294,7 +296,11 @@ EOF
 )"
 lost=$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])["lost"])' "$verdict")
 duplicated=$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])["duplicated"])' "$verdict")
-[ "$slow" = 0 ] || say "WARNING: $slow request(s) waited longer than the bound while PostgreSQL was paused"
+if [ "$slow" != 0 ]; then
+    say "WARNING: $slow request(s) waited longer than the bound while PostgreSQL was paused; the replicas' warnings:"
+    docker service logs --no-task-ids --timestamps "${STACK}_bot" 2>&1 \
+        | grep -E '"(WARNING|ERROR)"|WARNING|ERROR' | sort | tail -n 40 || true
+fi
 trap - EXIT
 teardown
 echo "multinode: nodes=2 replicas=$BOT_REPLICAS turns=$turns lost=$lost duplicated=$duplicated failed_during_upgrade=$failed_upgrade"

@@ -44,6 +44,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from generic_framework.core.reply import Reply
+from generic_framework.errors import StoreUnavailableError
 from generic_framework.service.callers import caller_id
 from generic_framework.service.errors import ServiceError
 from generic_framework.service.mapping import stored_reply
@@ -144,6 +145,10 @@ def request_key(request: Request) -> str | None:
         raise ServiceError(400, str(exc), param=HEADER, code="invalid_idempotency_key") from None
 
 
+_RELEASING: set[asyncio.Future[None]] = set()
+"""Releases left to the background (:meth:`_Lease.release_later`), kept until they end."""
+
+
 class _Lease:
     """A claimed key while its request runs: renewed in the background until it is finished
     or released (once). A store failure here is logged, never raised: the answer still goes
@@ -192,10 +197,21 @@ class _Lease:
 
     async def release(self) -> None:
         """Forget the key (the request stored nothing; a key its stored turn settled stays)."""
-        if not self._end():
-            return
+        if self._end():
+            await asyncio.shield(self._forget())
+
+    def release_later(self) -> None:
+        """:meth:`release` in the background: the store just failed the request, and on a
+        server that hangs the release would hold the 503 for another bound. Until it lands a
+        retry gets 409 with ``Retry-After``."""
+        if self._end():
+            task = asyncio.ensure_future(self._forget())
+            _RELEASING.add(task)
+            task.add_done_callback(_RELEASING.discard)
+
+    async def _forget(self) -> None:
         with contextlib.suppress(Exception):
-            await asyncio.shield(self.store.release_key(self.caller, self.key, self.token))
+            await self.store.release_key(self.caller, self.key, self.token)
 
 
 class _RecordedStream(Response):
@@ -306,6 +322,9 @@ async def idempotent(
     lease = _Lease(store, caller, key, claim.token)
     try:
         response = await run(ClaimRef(caller, key, claim.token))
+    except StoreUnavailableError:
+        lease.release_later()
+        raise
     except BaseException:
         await lease.release()
         raise

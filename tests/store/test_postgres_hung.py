@@ -6,6 +6,7 @@ works again once the server resumes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -119,4 +120,44 @@ async def test_a_paused_server_gives_each_call_its_error_within_the_bound(
         assert len(await store.turns("a") or []) == 2
     finally:
         await budget.aclose()
+        await store.aclose()
+
+
+async def test_a_turn_the_hung_server_failed_does_not_wait_for_its_unlock(
+    postgres_server: Any,
+) -> None:
+    # The turn holds its conversation when the server hangs; a call in it fails at its bound.
+    # The error goes out then: the unlock (another bound on the hung server) is left to the
+    # background, and lands once the server answers again.
+    url = postgres_server.create_database()
+    store = PostgresStore(url, pool_size=2, pool_timeout=WAIT)
+    other = PostgresStore(url, pool_timeout=WAIT)
+    stopped: list[int] = []
+    try:
+        await store.append_turn("a", "p", turn("before"))
+        await other.open()
+
+        async def a_turn() -> None:
+            async with store.lock("a", history=1):
+                for pid in _server_pids(postgres_server.data):
+                    with contextlib.suppress(ProcessLookupError):  # a process just ended
+                        os.kill(pid, signal.SIGSTOP)
+                        stopped.append(pid)
+                await store.get("a")
+
+        try:
+            took = await timed_failure(a_turn)
+        finally:
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
+        assert took < bound_of(WAIT) + SLACK, took
+
+        async def another_replicas_turn() -> int:
+            async with other.lock("a", history=1) as held:
+                return await held.append_turn("p", turn("after"))
+
+        # Another session gets the conversation: the unlock did land.
+        assert await asyncio.wait_for(eventually(another_replicas_turn), 30) == 2
+    finally:
+        await other.aclose()
         await store.aclose()
