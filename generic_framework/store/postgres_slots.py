@@ -47,7 +47,7 @@ from typing import Any, NamedTuple
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres_bounds import bounded, connection_options
-from generic_framework.store.postgres_errors import require_driver, unavailable
+from generic_framework.store.postgres_errors import RETRY_AFTER, require_driver, unavailable
 from generic_framework.store.postgres_schema import migrate
 from generic_framework.wire.slots import BUSY_RETRY_AFTER, SlotLease, busy_error
 
@@ -165,6 +165,7 @@ class PostgresSlots:
         self._held: set[int] = set()
         self._io = asyncio.Lock()
         self._line = asyncio.Lock()
+        self._failed = 0  # store failures of the calls at the head of the line (see acquire)
         self._freed = asyncio.Event()
         self._paused_until = 0.0
         self._migrated = False
@@ -185,13 +186,26 @@ class PostgresSlots:
                 if reused is not None:
                     return reused
         deadline = time.monotonic() + self.wait
+        failed = self._failed
         try:
             async with asyncio.timeout(self.wait):
                 await self._line.acquire()
         except TimeoutError:
             raise busy_error(self.wait, BUSY_RETRY_AFTER) from None
         try:
+            if self._failed != failed:
+                # The store failed a call ahead in line while this one waited: on a server
+                # that hangs, this call's own try would wait another bound, after the one it
+                # waited in line. It fails now, within the bound of the call ahead.
+                raise StoreUnavailableError(
+                    f"the conversation database {_WHERE} did not answer a call ahead of this "
+                    "one; it hangs or is down",
+                    retry_after=RETRY_AFTER,
+                )
             return await self._poll(deadline, respect_pause)
+        except StoreUnavailableError:
+            self._failed += 1
+            raise
         finally:
             self._line.release()
 

@@ -161,3 +161,23 @@ async def test_a_turn_the_hung_server_failed_does_not_wait_for_its_unlock(
     finally:
         await other.aclose()
         await store.aclose()
+
+
+async def test_calls_queued_behind_a_call_the_hung_server_failed_fail_with_it(
+    postgres_server: Any,
+) -> None:
+    # Two calls of one replica need a statement for a slot: the second waits in line behind
+    # the first. The server hangs: the first fails at its bound, and the second with it,
+    # instead of trying on the hung server for another bound after its wait in line.
+    url = postgres_server.create_database()
+    budget = PostgresSlots(url, budget="line", limit=3, wait=30.0, timeout=WAIT)
+    try:
+        kept = await budget.acquire()  # the connection open; the next calls need a statement
+        with paused(postgres_server):
+            waits = await asyncio.gather(*(timed_failure(budget.acquire) for _ in range(2)))
+        assert max(waits) < bound_of(WAIT) + SLACK, waits
+        await kept.release()
+        # Resumed: the next call takes a slot again.
+        await (await eventually(budget.acquire)).release()
+    finally:
+        await budget.aclose()
