@@ -187,6 +187,12 @@ def _limit(request: Request, default: int = 20) -> int:
             f"unknown query parameter {unknown[0]!r} (known: limit, before, user)",
             param=unknown[0],
         )
+    params = request.query_params
+    repeated = sorted(k for k in set(params) if len(params.getlist(k)) > 1)
+    if repeated:
+        raise ServiceError(
+            400, f"query parameter {repeated[0]!r} given more than once", param=repeated[0]
+        )
     raw = request.query_params.get("limit")
     if raw is None:
         return default
