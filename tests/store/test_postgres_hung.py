@@ -20,7 +20,12 @@ from test_postgres import eventually
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres import PostgresStore
-from generic_framework.store.postgres_bounds import bound_of, connection_options
+from generic_framework.store.postgres_bounds import (
+    CANCEL_GRACE,
+    bound_of,
+    bounded,
+    connection_options,
+)
 from generic_framework.store.postgres_slots import PostgresSlots
 from generic_framework.wire.messages import AssistantMessage, Message, UserMessage
 
@@ -181,3 +186,27 @@ async def test_calls_queued_behind_a_call_the_hung_server_failed_fail_with_it(
         await (await eventually(budget.acquire)).release()
     finally:
         await budget.aclose()
+
+
+async def test_the_deadline_ends_a_block_that_absorbs_its_first_cancels() -> None:
+    # psycopg answers a cancel by cancelling the query and waiting for it again (5 s, twice):
+    # a cancel absorbed on its way must not leave the block waiting past its bound.
+    absorbed = 0
+
+    async def stubborn() -> None:
+        nonlocal absorbed
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                absorbed += 1
+                if absorbed == 3:
+                    raise
+
+    async def call() -> None:
+        async with bounded(0.2, "(test)"):
+            await stubborn()
+
+    took = await asyncio.wait_for(timed_failure(call), 10)
+    assert absorbed == 3
+    assert took < 0.4 + 2 * CANCEL_GRACE + SLACK, took
