@@ -26,7 +26,7 @@ from generic_framework.store.postgres_bounds import (
     bounded,
     connection_options,
 )
-from generic_framework.store.postgres_slots import PostgresSlots
+from generic_framework.store.postgres_slots import GIVE_BACK_WAIT, TURNOVER, PostgresSlots
 from generic_framework.wire.messages import AssistantMessage, Message, UserMessage
 
 WAIT = 1.0  # DATABASE_POOL_TIMEOUT of these stores
@@ -210,3 +210,27 @@ async def test_the_deadline_ends_a_block_that_absorbs_its_first_cancels() -> Non
     took = await asyncio.wait_for(timed_failure(call), 10)
     assert absorbed == 3
     assert took < 0.4 + 2 * CANCEL_GRACE + SLACK, took
+
+
+async def test_a_slot_given_back_on_a_hung_server_does_not_hold_its_turn(
+    postgres_server: Any,
+) -> None:
+    # A turn gives its slot back after its model call, then stores its answer: the unlock on
+    # the hung server goes on in the background instead of holding the turn another bound.
+    url = postgres_server.create_database()
+    budget = PostgresSlots(url, budget="give", limit=2, wait=30.0, timeout=WAIT)
+    other = PostgresSlots(url, budget="give", limit=2, wait=1.0, timeout=WAIT)
+    try:
+        slot = await budget.acquire()
+        await asyncio.sleep(TURNOVER)  # past the reuse window: given back with a statement
+        with paused(postgres_server):
+            started = time.monotonic()
+            await slot.release()
+            assert time.monotonic() - started < GIVE_BACK_WAIT + SLACK
+        # The unlock landed once the server answered: another replica takes both slots.
+        held = [await eventually(other.acquire) for _ in range(2)]
+        for lease in held:
+            await lease.release()
+    finally:
+        await other.aclose()
+        await budget.aclose()
