@@ -138,10 +138,18 @@ def _stream(bot: Process, cid: str, key: str, out: dict[str, Any]) -> None:
         out["body"] = head + b"".join(lines)
 
 
+@pytest.fixture
+def slow_stack(tmp_path: Path) -> Iterator[Process]:
+    """A mock that answers after 1.5 s: a turn runs long enough for a retry to find it
+    running on a busy machine (once stored, a retry is answered from the stored turn)."""
+    with mock_process(tmp_path, latency_ms=1500) as mock, bot_process(tmp_path, mock) as bot:
+        yield bot
+
+
 def test_a_streamed_turn_is_409_while_running_then_replayed_as_the_same_stream(
-    stack: Process,
+    slow_stack: Process,
 ) -> None:
-    bot = stack
+    bot = slow_stack
     first: dict[str, Any] = {"started": threading.Event()}
     runner = threading.Thread(target=_stream, args=(bot, "s1", "stream-key", first))
     runner.start()
