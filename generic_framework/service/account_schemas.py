@@ -56,7 +56,8 @@ def _number(value: Any) -> Any:
     return value
 
 
-Number = Annotated[float, BeforeValidator(_number)]
+Days = Annotated[float, Field(gt=0, le=36500), BeforeValidator(_number)]
+"""A key's lifetime in days: a number over 0, at most a hundred years."""
 
 
 class LimitsOut(BaseModel):
@@ -140,7 +141,7 @@ class KeyCreateRequest(_LimitsIn):
     """``POST /v1/admin/keys``: a key for ``user`` (made when missing)."""
 
     user: str = UserName
-    expires_days: Number | None = Field(default=None, gt=0, le=36500)
+    expires_days: Days | None = None
     personas: list[str] | None = Field(default=None, max_length=100)
 
 
