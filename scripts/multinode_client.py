@@ -77,6 +77,7 @@ class Load:
                 {
                     "phase": phase,
                     "at": round(started - self.t0, 2),
+                    "wall": round(time.time() - (time.monotonic() - started), 3),
                     "status": status,
                     "seconds": round(time.monotonic() - started, 3),
                     "error": error,

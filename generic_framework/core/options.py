@@ -29,6 +29,10 @@ request it builds for its one model-call seam (``Persona._call_llm``):
 - ``pictures``: the user message's pictures, checked by the turn service
   (:mod:`generic_framework.pictures`): sent with the message to a model that sees, or as their
   descriptions (written by the vision model first) to one that does not.
+- ``settles``: the request's running claim (the service's ``Idempotency-Key``), settled by the
+  stored turn in the turn's own transaction (:mod:`~generic_framework.store.keys`), so a
+  retry finds the stored turn even when the process died before it finished the claim. It
+  goes to the store only: no model call sees it.
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from generic_framework.tools.base import Tool
 from generic_framework.pictures.parts import Picture
+from generic_framework.store.keys import ClaimRef
+from generic_framework.tools.base import Tool
 from generic_framework.wire.messages import (
     AssistantMessage,
     ChatCompletion,
@@ -99,6 +104,7 @@ class TurnOptions:
     instructions: tuple[SystemMessage, ...] = field(default=())
     tools: tuple[Tool, ...] = field(default=())
     pictures: tuple[Picture, ...] = ()
+    settles: ClaimRef | None = None
 
     def __post_init__(self) -> None:
         """Z.AI's ranges (docs/protocol.md §2.1), checked before anything is sent.

@@ -371,6 +371,7 @@ class Persona(TurnEngine):
                         stored(query, turn.new, options),
                         record,
                         kept(options.pictures),
+                        settles=options.settles,
                     )
         except BaseException as exc:
             watch.failed(exc)

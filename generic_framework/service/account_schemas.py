@@ -48,6 +48,18 @@ def _whole(value: Any) -> Any:
 Whole = Annotated[int, Field(ge=0, le=LIMIT_MAX), BeforeValidator(_whole)]
 
 
+def _number(value: Any) -> Any:
+    """A JSON number: an int or a float; never a string or a boolean (which pydantic's lax
+    mode would take as 1.0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise PydanticCustomError("float_type", "must be a number")
+    return value
+
+
+Days = Annotated[float, Field(gt=0, le=36500), BeforeValidator(_number)]
+"""A key's lifetime in days: a number over 0, at most a hundred years."""
+
+
 class LimitsOut(BaseModel):
     """Limits: ``null`` the default (the settings' for a user, the user's for a key), 0 none."""
 
@@ -129,7 +141,7 @@ class KeyCreateRequest(_LimitsIn):
     """``POST /v1/admin/keys``: a key for ``user`` (made when missing)."""
 
     user: str = UserName
-    expires_days: float | None = Field(default=None, gt=0, le=36500)
+    expires_days: Days | None = None
     personas: list[str] | None = Field(default=None, max_length=100)
 
 

@@ -10,10 +10,13 @@ runtime's locks; ``DELETE`` takes the same lock.
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncGenerator, Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from generic_framework.core.events import PersonaEvent
+from generic_framework.core.reply import Reply
 from generic_framework.service.callers import acting_for, caller_of, conversation_for
 from generic_framework.service.client_request import client_turn
 from generic_framework.service.errors import ServiceError, not_allowed
@@ -36,8 +39,9 @@ from generic_framework.service.schemas import (
     TurnRequest,
 )
 from generic_framework.service.state import PersonaLike, ServiceState, state_of
-from generic_framework.service.streaming import turn_stream
+from generic_framework.service.streaming import reply_events, turn_stream
 from generic_framework.store.base import LIST_LIMIT_MAX, StoredMessage
+from generic_framework.store.keys import ClaimRef
 from generic_framework.store.users import split_key
 from generic_framework.turns import Ask, allowed
 
@@ -101,6 +105,25 @@ async def get_model(request: Request) -> Response:
     return json_response(ModelOut(id=name, description=persona.spec.description or ""))
 
 
+Answer = Callable[[AsyncGenerator[PersonaEvent, None] | Reply], Response]
+"""An endpoint's response to a turn: its events (streamed), or its reply."""
+
+
+def _runner(
+    state: ServiceState, ask: Ask, stream: bool, answer: Answer
+) -> Callable[[ClaimRef | None], Awaitable[Response]]:
+    """The turn of ``ask`` run by the turn service and answered, its stored turn settling the
+    request's ``Idempotency-Key`` claim (service/idempotency.py)."""
+
+    async def run(claim: ClaimRef | None) -> Response:
+        settling = ask.settling(claim)
+        if stream:
+            return answer(await state.runtime.turns.stream(settling))
+        return answer(await state.runtime.turns.respond(settling))
+
+    return run
+
+
 async def chat_completions(request: Request) -> Response:
     """``POST /v1/chat/completions``: OpenAI's request and response; ``model`` = persona.
 
@@ -128,18 +151,16 @@ async def chat_completions(request: Request) -> Response:
     if footer is None:
         footer = state.settings.bot_sources_footer
 
-    async def run() -> Response:
-        if body.stream:
-            events = await state.runtime.turns.stream(ask)
-            usage = turn.include_usage
-            settings = state.settings
-            return turn_stream(
-                events, body.model, cid, settings, footer=footer, include_usage=usage
-            )
-        reply = await state.runtime.turns.respond(ask)
-        return json_response(chat_completion(reply, body.model, cid, footer=footer))
+    def answer(events: AsyncGenerator[PersonaEvent, None] | Reply) -> Response:
+        if isinstance(events, Reply):
+            if not body.stream:
+                return json_response(chat_completion(events, body.model, cid, footer=footer))
+            events = reply_events(events)
+        usage = turn.include_usage
+        settings = state.settings
+        return turn_stream(events, body.model, cid, settings, footer=footer, include_usage=usage)
 
-    return await idempotent(request, run)
+    return await idempotent(request, _runner(state, ask, body.stream, answer), answer)
 
 
 async def post_message(request: Request) -> Response:
@@ -154,14 +175,14 @@ async def post_message(request: Request) -> Response:
     text, images = content_parts(body.content, "body", limit, param="content")
     ask = Ask(persona, text, caller_of(request), key, images=images)
 
-    async def run() -> Response:
-        if body.stream:
-            events = await state.runtime.turns.stream(ask)
-            return turn_stream(events, body.persona, cid, state.settings)
-        reply = await state.runtime.turns.respond(ask)
-        return json_response(turn_body(reply, body.persona, cid))
+    def answer(events: AsyncGenerator[PersonaEvent, None] | Reply) -> Response:
+        if isinstance(events, Reply):
+            if not body.stream:
+                return json_response(turn_body(events, body.persona, cid))
+            events = reply_events(events)
+        return turn_stream(events, body.persona, cid, state.settings)
 
-    return await idempotent(request, run)
+    return await idempotent(request, _runner(state, ask, body.stream, answer), answer)
 
 
 def _limit(request: Request, default: int = 20) -> int:
@@ -171,6 +192,12 @@ def _limit(request: Request, default: int = 20) -> int:
             400,
             f"unknown query parameter {unknown[0]!r} (known: limit, before, user)",
             param=unknown[0],
+        )
+    params = request.query_params
+    repeated = sorted(k for k in set(params) if len(params.getlist(k)) > 1)
+    if repeated:
+        raise ServiceError(
+            400, f"query parameter {repeated[0]!r} given more than once", param=repeated[0]
         )
     raw = request.query_params.get("limit")
     if raw is None:

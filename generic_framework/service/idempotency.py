@@ -15,6 +15,11 @@ docs/design/0608). The store keeps the claim opaque: the header's key, the reque
   released, and a retry runs the turn again.
 - **Same key, same request, answered before**: the kept answer, with its status and type (a
   stream replayed as one stream of the same frames) and ``Idempotent-Replayed: true``.
+- **Same key, its turn stored but its answer not kept** (the replica died, or the store
+  failed, between storing the turn and keeping the answer): the stored turn settled the claim
+  in its own transaction (:attr:`~generic_framework.core.options.TurnOptions.settles`), so the
+  retry is answered from the stored turn (``Idempotent-Replayed: true``), whatever the lease:
+  the turn does not run again.
 - **Same key, still running** (on any replica): 409 ``idempotency_key_in_use`` with
   ``Retry-After``. A replica that dies mid-turn stops renewing; once its lease lapses
   (:data:`~generic_framework.store.keys.LEASE_SECONDS`) the next retry takes the key over.
@@ -38,11 +43,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from generic_framework.core.reply import Reply
+from generic_framework.errors import StoreUnavailableError
 from generic_framework.service.callers import caller_id
 from generic_framework.service.errors import ServiceError
+from generic_framework.service.mapping import stored_reply
 from generic_framework.service.state import state_of
 from generic_framework.service.streaming import DONE, KEEPALIVE, SSE_HEADERS, TurnStream
-from generic_framework.store.keys import KEEP_SECONDS, LEASE_SECONDS, Claim, ClaimStore
+from generic_framework.store.keys import (
+    KEEP_SECONDS,
+    LEASE_SECONDS,
+    Claim,
+    ClaimRef,
+    ClaimStore,
+    settled_turn,
+)
 
 __all__ = [
     "HEADER",
@@ -130,6 +145,10 @@ def request_key(request: Request) -> str | None:
         raise ServiceError(400, str(exc), param=HEADER, code="invalid_idempotency_key") from None
 
 
+_RELEASING: set[asyncio.Future[None]] = set()
+"""Releases left to the background (:meth:`_Lease.release_later`), kept until they end."""
+
+
 class _Lease:
     """A claimed key while its request runs: renewed in the background until it is finished
     or released (once). A store failure here is logged, never raised: the answer still goes
@@ -177,11 +196,22 @@ class _Lease:
             logger.warning("an idempotency key was taken over before its answer was kept")
 
     async def release(self) -> None:
-        """Forget the key (the request stored nothing)."""
-        if not self._end():
-            return
+        """Forget the key (the request stored nothing; a key its stored turn settled stays)."""
+        if self._end():
+            await asyncio.shield(self._forget())
+
+    def release_later(self) -> None:
+        """:meth:`release` in the background: the store just failed the request, and on a
+        server that hangs the release would hold the 503 for another bound. Until it lands a
+        retry gets 409 with ``Retry-After``."""
+        if self._end():
+            task = asyncio.ensure_future(self._forget())
+            _RELEASING.add(task)
+            task.add_done_callback(_RELEASING.discard)
+
+    async def _forget(self) -> None:
         with contextlib.suppress(Exception):
-            await asyncio.shield(self.store.release_key(self.caller, self.key, self.token))
+            await self.store.release_key(self.caller, self.key, self.token)
 
 
 class _RecordedStream(Response):
@@ -242,28 +272,59 @@ def _refusal(claim: Claim) -> ServiceError:
     )
 
 
-async def idempotent(request: Request, run: Callable[[], Awaitable[Response]]) -> Response:
-    """``run()``'s response, once per caller and ``Idempotency-Key`` (see the module).
+async def _from_stored_turn(
+    request: Request, claim: Claim, answer: Callable[[Reply], Response]
+) -> Response:
+    """The answer of the stored turn that settled ``claim``, replayed."""
+    conversation_id, number = settled_turn(claim.value)
+    turns = await state_of(request).runtime.conversations.turns(conversation_id) or []
+    turn = next((t for t in turns if t.turn == number), None)
+    if turn is None:
+        raise ServiceError(
+            404,
+            "the turn of this Idempotency-Key was stored, but its conversation was deleted since",
+            code="conversation_not_found",
+        )
+    response = answer(stored_reply(turn, conversation_id))
+    response.headers[REPLAYED_HEADER] = "true"
+    return response
 
-    Call it after the request was validated; without the header it is ``run()``.
+
+async def idempotent(
+    request: Request,
+    run: Callable[[ClaimRef | None], Awaitable[Response]],
+    answer: Callable[[Reply], Response],
+) -> Response:
+    """``run(claim)``'s response, once per caller and ``Idempotency-Key`` (see the module).
+
+    Call it after the request was validated; without the header it is ``run(None)``.
+    ``run`` stores its turn settling ``claim`` (:meth:`Ask.settling
+    <generic_framework.turns.Ask.settling>`); ``answer`` is the response ``run`` gives for a
+    reply, used for a retry whose turn was stored but whose answer was not kept.
 
     Raises:
-        ServiceError: 400 (malformed key), 409 (running), 422 (another request body).
+        ServiceError: 400 (malformed key), 409 (running), 422 (another request body), 404
+            (the stored turn's conversation was deleted since).
     """
     key = request_key(request)
     if key is None:
-        return await run()
+        return await run(None)
     store = state_of(request).runtime.claims
     caller = caller_id(request)
     mark = fingerprint(request.method, request.url.path, await request.body())
     claim = await store.claim_key(caller, key, mark, lease=LEASE_SECONDS, keep=KEEP_SECONDS)
     if claim.outcome == "done":
         return _replayed(claim)
+    if claim.outcome == "stored":
+        return await _from_stored_turn(request, claim, answer)
     if claim.outcome != "run":
         raise _refusal(claim)
     lease = _Lease(store, caller, key, claim.token)
     try:
-        response = await run()
+        response = await run(ClaimRef(caller, key, claim.token))
+    except StoreUnavailableError:
+        lease.release_later()
+        raise
     except BaseException:
         await lease.release()
         raise

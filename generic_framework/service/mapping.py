@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 from starlette.responses import Response
 
-from generic_framework.core.reply import Citation, Reply
+from generic_framework.core.reply import Citation, Reply, RoundState, ToolCallInfo
+from generic_framework.core.tooling import call_name
 from generic_framework.service.schemas import (
     ChatCompletionOut,
     ChoiceOut,
@@ -30,7 +31,7 @@ from generic_framework.service.schemas import (
 from generic_framework.service.sources import sources_footer, url_citations
 from generic_framework.store.base import StoredMessage, StoredTurn
 from generic_framework.store.pictures import StoredPicture
-from generic_framework.wire.messages import AssistantMessage, WebSearchResult
+from generic_framework.wire.messages import AssistantMessage, Usage, WebSearchResult
 
 __all__ = [
     "chat_completion",
@@ -43,6 +44,7 @@ __all__ = [
     "reply_usage",
     "reply_web_search",
     "stored_message",
+    "stored_reply",
     "turn_answer",
     "turn_body",
     "turn_record_body",
@@ -196,6 +198,45 @@ def turn_answer(turn: StoredTurn) -> str | None:
         if isinstance(message, AssistantMessage) and not message.has_tool_calls:
             return message.content or ""
     return None
+
+
+def stored_reply(turn: StoredTurn, conversation_id: str) -> Reply:
+    """The reply of a stored turn, as its record and messages keep it: the answer, citations,
+    stop reason, model, token totals and each round's number and duration (a round's own
+    calls and usage are not stored), and the client's tool calls of a turn that ended with
+    them. What a retry of an ``Idempotency-Key`` whose claim the turn settled is answered
+    with (service/idempotency.py)."""
+    reply = Reply(
+        content=turn_answer(turn) or "",
+        conversation_id=conversation_id,
+        messages=list(turn.messages),
+    )
+    r = turn.record
+    if r is None:
+        return reply
+    last = turn.messages[-1] if turn.messages else None
+    calls = last.tool_calls or [] if isinstance(last, AssistantMessage) else []
+    if r.stop_reason != "tool_calls":
+        calls = []
+    total = r.prompt_tokens + r.completion_tokens
+    return reply.model_copy(
+        update={
+            "citations": list(r.sources),
+            "rounds": [RoundState(number=n, duration_ms=ms) for n, ms in enumerate(r.round_ms, 1)],
+            "usage": Usage(
+                prompt_tokens=r.prompt_tokens,
+                completion_tokens=r.completion_tokens,
+                total_tokens=total,
+            ),
+            "stop_reason": r.stop_reason or "completed",
+            "model": r.model,
+            "web_searches": r.web_searches,
+            "tool_calls": [
+                ToolCallInfo(id=c.id, name=call_name(c), arguments=c.function.arguments)
+                for c in calls
+            ],
+        }
+    )
 
 
 def conversation_body(

@@ -55,7 +55,15 @@ from generic_framework.service.schemas import (
 )
 from generic_framework.service.sources import sources_footer, url_citations
 
-__all__ = ["DONE", "KEEPALIVE", "SSE_HEADERS", "StreamWriter", "TurnStream", "turn_stream"]
+__all__ = [
+    "DONE",
+    "KEEPALIVE",
+    "SSE_HEADERS",
+    "StreamWriter",
+    "TurnStream",
+    "reply_events",
+    "turn_stream",
+]
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 """No caching, and no buffering by a reverse proxy (nginx honours ``X-Accel-Buffering``)."""
@@ -314,3 +322,11 @@ def turn_stream(
     writer = StreamWriter(model, conversation_id, footer=footer, include_usage=include_usage)
     grace, keepalive = settings.bot_stream_grace, settings.bot_stream_keepalive
     return TurnStream(events, writer, grace=grace, keepalive=keepalive)
+
+
+async def reply_events(reply: Reply) -> AsyncGenerator[PersonaEvent, None]:
+    """A turn that already ended, as the events of one: its answer in one delta, then
+    ``Done`` (a stored turn's answer streamed again: service/idempotency.py)."""
+    if reply.content:
+        yield TextDelta(reply.content)
+    yield Done(reply)

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from generic_framework.citation import Citation
 from generic_framework.limits import check_conversation_id
 from generic_framework.store.chats import ChatAdmin, ChatStore
-from generic_framework.store.keys import ClaimStore
+from generic_framework.store.keys import ClaimRef, ClaimStore
 from generic_framework.store.memories import MemoryAdmin, MemoryStore
 from generic_framework.store.pictures import StoredPicture
 from generic_framework.store.users import UserAdmin
@@ -315,9 +315,12 @@ class HeldConversation(Protocol):
         messages: Sequence[Message],
         record: TurnRecord | None = None,
         pictures: Sequence[StoredPicture] = (),
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
         """Store one whole turn (with its ``pictures``) in one short transaction and make it
-        durable; return its number."""
+        durable; return its number. ``settles``: a running claim the turn settles in the same
+        transaction (:mod:`~generic_framework.store.keys`)."""
         ...
 
 
@@ -348,9 +351,11 @@ class TurnStore(Protocol):
         messages: Sequence[Message],
         record: TurnRecord | None = None,
         pictures: Sequence[StoredPicture] = (),
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
-        """Store one whole turn (with its ``pictures``) atomically; return its number (1 for
-        the first)."""
+        """Store one whole turn (with its ``pictures``) atomically, settling the claim
+        ``settles``, if given, with it; return its number (1 for the first)."""
         ...
 
     async def aclose(self) -> None:

@@ -9,6 +9,12 @@ The store knows nothing of what a claim stands for: ``tag`` and ``value`` are op
 service's ``Idempotency-Key`` (service/idempotency.py) is one: the header's key, the request's
 fingerprint as the tag, and the status, type and body of the answer as the value.
 
+A running claim may also be **settled by a stored turn**: the store writes the turn and marks
+the claim ``stored`` (with the turn's conversation and number) in one transaction, when the turn
+is stored with the claim's :class:`ClaimRef` (``append_turn(..., settles=ref)``). A holder that
+dies between storing its turn and finishing its claim then leaves a claim that says where its
+answer is, instead of one whose lapsed lease lets a retry run the turn again.
+
 :class:`ClaimStore` is what both backends implement; :class:`Claim` is the outcome of a claim.
 """
 
@@ -23,8 +29,11 @@ __all__ = [
     "LEASE_SECONDS",
     "PURGE_EVERY",
     "Claim",
+    "ClaimRef",
     "ClaimStore",
     "new_token",
+    "settled_turn",
+    "settled_value",
 ]
 
 KEEP_SECONDS = 86_400.0
@@ -34,7 +43,7 @@ LEASE_SECONDS = 30.0
 this; a running one renews every third of it."""
 PURGE_EVERY = 60.0
 """Seconds between two purges of expired keys by one store (a claim runs it when due)."""
-Outcome = Literal["run", "done", "running", "mismatch"]
+Outcome = Literal["run", "done", "stored", "running", "mismatch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +52,10 @@ class Claim:
 
     Attributes:
         outcome: ``run`` (claimed: run, then finish or release with ``token``), ``done``
-            (finished before: its ``value``), ``running`` (another caller holds it for
-            ``retry_after`` more seconds at most), ``mismatch`` (claimed with another tag).
+            (finished before: its ``value``), ``stored`` (settled by a stored turn whose
+            claim was not finished: ``value`` names the turn, read by :func:`settled_turn`),
+            ``running`` (another caller holds it for ``retry_after`` more seconds at most),
+            ``mismatch`` (claimed with another tag).
         token: the claim's own token (``run`` only): finishing, renewing and releasing need it,
             so a replica whose lease lapsed cannot overwrite the one that took over.
     """
@@ -55,6 +66,32 @@ class Claim:
     retry_after: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimRef:
+    """A running claim, as a stored turn settles it (``append_turn(..., settles=ref)``)."""
+
+    owner: str
+    key: str
+    token: str
+
+
+def settled_value(conversation_id: str, turn: int) -> bytes:
+    """The value of a claim settled by turn ``turn`` of ``conversation_id``."""
+    return f"{conversation_id}\n{turn}".encode()
+
+
+def settled_turn(value: bytes) -> tuple[str, int]:
+    """The conversation and turn number of a ``stored`` claim's value (:func:`settled_value`).
+
+    Raises:
+        ValueError: not such a value.
+    """
+    conversation_id, _, turn = value.decode().rpartition("\n")
+    if not conversation_id or not turn.isdigit():
+        raise ValueError("not the value of a claim settled by a stored turn")
+    return conversation_id, int(turn)
+
+
 class ClaimStore(Protocol):
     """The claims of a store (both backends)."""
 
@@ -62,19 +99,23 @@ class ClaimStore(Protocol):
         self, owner: str, key: str, tag: str, *, lease: float, keep: float
     ) -> Claim:
         """Claim ``key`` for ``owner`` atomically (across replicas): a new or expired key, or
-        one whose holder's lease lapsed, is claimed (``run``); otherwise see :class:`Claim`."""
+        one whose holder's lease lapsed, is claimed (``run``); one settled by a stored turn is
+        ``stored`` whatever its lease; otherwise see :class:`Claim`."""
         ...
 
     async def renew_key(self, owner: str, key: str, token: str, *, lease: float) -> bool:
-        """Extend a running claim's lease; False when the claim is no longer this one's."""
+        """Extend a running (or turn-settled) claim's lease; False when the claim is no longer
+        this one's."""
         ...
 
     async def finish_key(self, owner: str, key: str, token: str, value: bytes) -> bool:
-        """Keep a claim's ``value``; False when the claim is no longer this one's."""
+        """Keep a claim's ``value`` (running, or settled by its stored turn); False when the
+        claim is no longer this one's."""
         ...
 
     async def release_key(self, owner: str, key: str, token: str) -> None:
-        """Forget a claim: a retry claims it again."""
+        """Forget a running claim: a retry claims it again. A claim settled by a stored turn
+        stays: its turn was stored, a retry gets it."""
         ...
 
 

@@ -43,7 +43,7 @@ from generic_framework.store.base import (
     check_title,
     split_cursor,
 )
-from generic_framework.store.keys import PURGE_EVERY, Claim
+from generic_framework.store.keys import PURGE_EVERY, Claim, ClaimRef
 from generic_framework.store.pictures import StoredPicture
 from generic_framework.store.postgres_bounds import bounded, connection_options
 from generic_framework.store.postgres_chats import PostgresChats
@@ -100,12 +100,14 @@ class _Held:
         messages: Sequence[Message],
         record: TurnRecord | None = None,
         pictures: Sequence[StoredPicture] = (),
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
         self._check()
         return await self._locks.run(
             self._hold,
             lambda conn: postgres_turns.append_and_release(
-                conn, self._hold, self._id, persona, messages, record, pictures
+                conn, self._hold, self._id, persona, messages, record, pictures, settles
             ),
         )
 
@@ -239,14 +241,17 @@ class PostgresStore(PostgresUsers, PostgresChats, PostgresMemories):
         messages: Sequence[Message],
         record: TurnRecord | None = None,
         pictures: Sequence[StoredPicture] = (),
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
         """Store one whole turn (with its pictures) in one transaction (under the
-        conversation's lock)."""
+        conversation's lock; the claim ``settles``, if given, settled in it:
+        :mod:`~generic_framework.store.keys`)."""
         check_conversation_key(conversation_id)
         async with self._connection() as conn:
             await postgres_turns.lock_conversation(conn, conversation_id)
             return await postgres_turns.append(
-                conn, conversation_id, persona, messages, record, pictures
+                conn, conversation_id, persona, messages, record, pictures, settles
             )
 
     async def get(self, conversation_id: str) -> list[StoredMessage] | None:

@@ -15,7 +15,9 @@ the upstream budget's connection is opened with :func:`connection_options`:
 And each call runs under :func:`bounded`, the client's own deadline, because a paused server
 enforces nothing: after ``2 * wait`` (a pooled connection's wait, then the statements' time)
 the call is cancelled, and a second cancel :data:`CANCEL_GRACE` later makes psycopg close the
-connection instead of waiting for the server to confirm the cancel. The caller gets
+connection instead of waiting for the server to confirm the cancel (and another every
+:data:`CANCEL_GRACE` after it while the block still runs: one absorbed on its way would
+otherwise leave psycopg waiting up to 10 s more, for a query that may then succeed). The caller gets
 :class:`~generic_framework.errors.StoreUnavailableError` (a 503 with ``Retry-After``) within
 ``2 * wait + CANCEL_GRACE`` seconds: 11 s with ``DATABASE_POOL_TIMEOUT=5``.
 """
@@ -85,8 +87,10 @@ async def bounded(wait: float, where: str) -> AsyncIterator[None]:
         nonlocal fired
         fired += 1
         task.cancel()
-        if fired == 1:
-            handles.append(loop.call_later(CANCEL_GRACE, expire))
+        # Again every CANCEL_GRACE until the block ends: a cancel that psycopg's own clean-up
+        # absorbs (it cancels the query, then waits up to 5 s more for it, twice) must not
+        # let the block wait for the hung server after all.
+        handles.append(loop.call_later(CANCEL_GRACE, expire))
 
     handles.append(loop.call_later(2 * wait, expire))
     try:

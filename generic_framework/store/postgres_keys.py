@@ -49,6 +49,8 @@ async def claim(conn: Any, caller: str, key: str, tag: str, lease: float, keep: 
         return Claim("mismatch")
     if state == "done":
         return Claim("done", value=bytes(value))
+    if state == "stored":
+        return Claim("stored", value=bytes(value))
     if remaining > 0:
         return Claim("running", retry_after=float(remaining))
     # The holder's lease lapsed (its replica died mid-turn): this request takes the key over.
@@ -61,10 +63,10 @@ async def claim(conn: Any, caller: str, key: str, tag: str, lease: float, keep: 
 
 
 async def renew(conn: Any, caller: str, key: str, token: str, lease: float) -> bool:
-    """Extend a running claim's lease."""
+    """Extend a running (or turn-settled) claim's lease."""
     cursor = await conn.execute(
         "UPDATE idempotency_keys SET lease_until = now() + make_interval(secs => %s)"
-        " WHERE caller = %s AND key = %s AND token = %s AND state = 'running'",
+        " WHERE caller = %s AND key = %s AND token = %s AND state IN ('running', 'stored')",
         (lease, caller, key, token),
     )
     return bool(cursor.rowcount)
@@ -74,7 +76,7 @@ async def finish(conn: Any, caller: str, key: str, token: str, value: bytes) -> 
     """Keep a claim's value."""
     cursor = await conn.execute(
         "UPDATE idempotency_keys SET state = 'done', body = %s"
-        " WHERE caller = %s AND key = %s AND token = %s AND state = 'running'",
+        " WHERE caller = %s AND key = %s AND token = %s AND state IN ('running', 'stored')",
         (value, caller, key, token),
     )
     return bool(cursor.rowcount)

@@ -123,6 +123,7 @@ class PostgresLocks:
         self._conn: Any = None
         self._generation = 0
         self._io = asyncio.Lock()
+        self._unlocking: set[asyncio.Future[None]] = set()  # unlocks left to the background
         self._closed = False
 
     @asynccontextmanager
@@ -139,6 +140,12 @@ class PostgresLocks:
             held = await self._take(key, read)
             try:
                 yield held
+            except StoreUnavailableError:
+                # The store failed the turn: the unlock goes on in the background instead of
+                # holding the error for another bound on a server that hangs. The next turn's
+                # statements queue behind it on the connection.
+                self._release_later(held)
+                raise
             finally:
                 await self.release(held)
 
@@ -212,6 +219,15 @@ class PostgresLocks:
             return
         held.released = True
         await asyncio.shield(self._unlock(held))
+
+    def _release_later(self, held: Hold) -> None:
+        """Give the lock back in the background (once)."""
+        if held.released:
+            return
+        held.released = True
+        task = asyncio.ensure_future(self._unlock(held))
+        self._unlocking.add(task)
+        task.add_done_callback(self._unlocking.discard)
 
     async def _unlock(self, held: Hold) -> None:
         with contextlib.suppress(StoreUnavailableError):

@@ -47,11 +47,19 @@ from typing import Any, NamedTuple
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres_bounds import bounded, connection_options
-from generic_framework.store.postgres_errors import require_driver, unavailable
+from generic_framework.store.postgres_errors import RETRY_AFTER, require_driver, unavailable
 from generic_framework.store.postgres_schema import migrate
 from generic_framework.wire.slots import BUSY_RETRY_AFTER, SlotLease, busy_error
 
-__all__ = ["FRESH", "LINGER", "POLL", "TURNOVER", "PostgresSlots", "budget_namespace"]
+__all__ = [
+    "FRESH",
+    "GIVE_BACK_WAIT",
+    "LINGER",
+    "POLL",
+    "TURNOVER",
+    "PostgresSlots",
+    "budget_namespace",
+]
 
 logger = logging.getLogger("generic_framework.store")
 
@@ -65,6 +73,9 @@ LINGER = POLL
 """Seconds a released slot stays parked for the replica's next call before it is given back."""
 TURNOVER = 0.25
 """A slot taken from the shared budget longer ago than this is given back when released."""
+GIVE_BACK_WAIT = 1.0
+"""The longest a released slot's caller waits for its unlock; the unlock goes on in the
+background after it (a hung server would hold the rest of the turn for another bound)."""
 
 # The pause left (0 when none, or when the caller does not respect it) and, unless a pause is
 # running, the first slot taken. generate_series() yields the candidates in order from the
@@ -112,8 +123,13 @@ class _Lease:
         self._released = True
         if self._owner._park(self):  # no statement: nothing to shield
             return
-        # Shielded: a cancelled caller must not leave the slot taken on a live connection.
-        await asyncio.shield(self._owner._give_back(self))
+        # A task of its own: a cancelled caller must not leave the slot taken on a live
+        # connection, and the turn goes on after GIVE_BACK_WAIT at most: on a server that
+        # hangs, the rest of its turn would otherwise wait a bound more.
+        giving = asyncio.ensure_future(self._owner._give_back(self))
+        self._owner._giving.add(giving)
+        giving.add_done_callback(self._owner._giving.discard)
+        await asyncio.wait({giving}, timeout=GIVE_BACK_WAIT)
 
 
 class _Parked(NamedTuple):
@@ -165,6 +181,8 @@ class PostgresSlots:
         self._held: set[int] = set()
         self._io = asyncio.Lock()
         self._line = asyncio.Lock()
+        self._failed = 0  # store failures of the calls at the head of the line (see acquire)
+        self._giving: set[asyncio.Future[None]] = set()  # unlocks a caller stopped waiting for
         self._freed = asyncio.Event()
         self._paused_until = 0.0
         self._migrated = False
@@ -185,13 +203,26 @@ class PostgresSlots:
                 if reused is not None:
                     return reused
         deadline = time.monotonic() + self.wait
+        failed = self._failed
         try:
             async with asyncio.timeout(self.wait):
                 await self._line.acquire()
         except TimeoutError:
             raise busy_error(self.wait, BUSY_RETRY_AFTER) from None
         try:
+            if self._failed != failed:
+                # The store failed a call ahead in line while this one waited: on a server
+                # that hangs, this call's own try would wait another bound, after the one it
+                # waited in line. It fails now, within the bound of the call ahead.
+                raise StoreUnavailableError(
+                    f"the conversation database {_WHERE} did not answer a call ahead of this "
+                    "one; it hangs or is down",
+                    retry_after=RETRY_AFTER,
+                )
             return await self._poll(deadline, respect_pause)
+        except StoreUnavailableError:
+            self._failed += 1
+            raise
         finally:
             self._line.release()
 

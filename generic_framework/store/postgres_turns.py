@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from generic_framework.store.base import TurnRecord
+from generic_framework.store.keys import ClaimRef
 from generic_framework.store.pictures import PICTURE_COLUMNS, StoredPicture, picture_rows
 from generic_framework.store.postgres_locks import Hold, conversation_key
 from generic_framework.store.postgres_rows import COLUMNS, MESSAGE, record_params
@@ -71,7 +72,16 @@ _INSERT_PICTURE = (
     f"INSERT INTO pictures (conversation_id, {PICTURE_COLUMNS})"  # noqa: S608
     " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
 )
-_WRITE_TURN = _TURN + " SELECT turns FROM c"  # noqa: S608 - constants only
+# A claim settled by the turn (store/keys.py), in the same statement: marked ``stored`` with the
+# turn's conversation and number (parameters: the conversation, then the claim's owner, key and
+# token), so the turn and its claim's settling commit together.
+_SETTLE = (
+    ", s AS (UPDATE idempotency_keys SET state = 'stored',"
+    " body = convert_to(%s::text || chr(10) || (SELECT turns FROM c)::text, 'UTF8')"
+    " WHERE caller = %s AND key = %s AND token = %s AND state = 'running')"
+)
+_RETURN_TURN = " SELECT turns FROM c"
+_WRITE_TURN = _TURN + _RETURN_TURN
 # The same turn on the session holding the conversation, releasing the session's lock in the
 # same statement: it takes the conversation's transaction-level lock (granted at once: the
 # session holds the key already), then gives back the session-level one (the subquery with the
@@ -79,10 +89,25 @@ _WRITE_TURN = _TURN + " SELECT turns FROM c"  # noqa: S608 - constants only
 # commits. Another replica's try conflicts with either, so it gets the conversation only once
 # the turn is committed. One round trip instead of the write and then the unlock
 # (docs/TRIED.md).
-_RELEASE = " SELECT (SELECT turns FROM c), (SELECT pg_advisory_unlock(%s) FROM (SELECT pg_advisory_xact_lock(%s)) AS l)"  # noqa: E501
-_WRITE_AND_RELEASE = _TURN + _RELEASE
-_WRITE_TURN_PICTURES = _TURN + _PICTURES + " SELECT turns FROM c"  # noqa: S608 - constants only
-_WRITE_AND_RELEASE_PICTURES = _TURN + _PICTURES + _RELEASE
+_RETURN_AND_RELEASE = (
+    " SELECT (SELECT turns FROM c),"
+    " (SELECT pg_advisory_unlock(%s) FROM (SELECT pg_advisory_xact_lock(%s)) AS l)"
+)
+_WRITE_AND_RELEASE = _TURN + _RETURN_AND_RELEASE
+
+
+def _statement(tail: str, pictures: bool, settles: ClaimRef | None) -> str:
+    """The turn's statement ending with ``tail``, with the pictures' rows when it has any and
+    settling a claim when there is one."""
+    return _TURN + (_PICTURES if pictures else "") + (_SETTLE if settles is not None else "") + tail
+
+
+def _settle_params(conversation_id: str, settles: ClaimRef | None) -> list[Any]:
+    if settles is None:
+        return []
+    return [conversation_id, settles.owner, settles.key, settles.token]
+
+
 LOAD_HISTORY = (
     "SELECT body FROM messages WHERE conversation_id = %s AND turn >"
     " (SELECT turns FROM conversations WHERE id = %s) - %s ORDER BY turn, seq"
@@ -177,19 +202,21 @@ async def append(
     messages: Sequence[Message],
     record: TurnRecord | None,
     pictures: Sequence[StoredPicture] = (),
+    settles: ClaimRef | None = None,
 ) -> int:
-    """Insert a turn inside the pooled connection's open transaction and commit it.
+    """Insert a turn inside the pooled connection's open transaction and commit it (the
+    claim ``settles`` settled in it, if given).
 
     The counter's update, the turn's row, its messages and the commit go in one pipeline:
     one round trip to the server instead of four (docs/TRIED.md).
     """
-    params = turn_params(conversation_id, persona, messages, record)
-    statement = _WRITE_TURN
-    if pictures:
-        params += _picture_params(conversation_id, pictures)
-        statement = _WRITE_TURN_PICTURES
+    params = [
+        *turn_params(conversation_id, persona, messages, record),
+        *(_picture_params(conversation_id, pictures) if pictures else ()),
+        *_settle_params(conversation_id, settles),
+    ]
     async with conn.pipeline():
-        cursor = await conn.execute(statement, params)
+        cursor = await conn.execute(_statement(_RETURN_TURN, bool(pictures), settles), params)
         await conn.commit()
     (turn,) = await cursor.fetchone()
     return int(turn)
@@ -203,10 +230,12 @@ async def append_and_release(
     messages: Sequence[Message],
     record: TurnRecord | None,
     pictures: Sequence[StoredPicture] = (),
+    settles: ClaimRef | None = None,
 ) -> int:
     """On the session holding the conversation (autocommit): the turn in one statement, which
     commits on its own and hands the session's lock over to its own transaction
-    (:data:`_WRITE_AND_RELEASE`), so the conversation is free once the turn is committed.
+    (:data:`_WRITE_AND_RELEASE`), so the conversation is free once the turn is committed; the
+    claim ``settles``, if given, is settled by the same statement.
 
     Not a pipeline of the write and the unlock: without a Sync between them the two would
     share one implicit transaction and the unlock would come before the commit; an explicit
@@ -214,12 +243,15 @@ async def append_and_release(
     A write that fails rolls back; the session's lock, given back inside it or not, is
     released by :meth:`PostgresLocks.release` (an unlock of a lock not held does nothing).
     """
-    params = turn_params(conversation_id, persona, messages, record)
-    statement = _WRITE_AND_RELEASE
-    if pictures:
-        params += _picture_params(conversation_id, pictures)
-        statement = _WRITE_AND_RELEASE_PICTURES
-    cursor = await conn.execute(statement, [*params, hold.key, hold.key])
+    params = [
+        *turn_params(conversation_id, persona, messages, record),
+        *(_picture_params(conversation_id, pictures) if pictures else ()),
+        *_settle_params(conversation_id, settles),
+        hold.key,
+        hold.key,
+    ]
+    statement = _statement(_RETURN_AND_RELEASE, bool(pictures), settles)
+    cursor = await conn.execute(statement, params)
     (turn, _) = await cursor.fetchone()
     hold.released = True
     return int(turn)

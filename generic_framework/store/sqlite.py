@@ -50,7 +50,7 @@ from generic_framework.store.base import (
     check_title,
     split_cursor,
 )
-from generic_framework.store.keys import PURGE_EVERY, Claim
+from generic_framework.store.keys import PURGE_EVERY, Claim, ClaimRef
 from generic_framework.store.pictures import StoredPicture
 from generic_framework.store.sqlite_chats import SQLiteChats
 from generic_framework.store.sqlite_memories import SQLiteMemories
@@ -113,8 +113,12 @@ class _Held:
         messages: Sequence[Message],
         record: TurnRecord | None = None,
         pictures: Sequence[StoredPicture] = (),
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
-        return await self._store.append_turn(self._id, persona, messages, record, pictures)
+        return await self._store.append_turn(
+            self._id, persona, messages, record, pictures, settles=settles
+        )
 
 
 class SQLiteStore(SQLiteUsers, SQLiteChats, SQLiteMemories):
@@ -165,8 +169,11 @@ class SQLiteStore(SQLiteUsers, SQLiteChats, SQLiteMemories):
         messages: Sequence[Message],
         record: TurnRecord | None = None,
         pictures: Sequence[StoredPicture] = (),
+        *,
+        settles: ClaimRef | None = None,
     ) -> int:
-        """Store one whole turn (with its pictures) in one transaction; return its number
+        """Store one whole turn (with its pictures) in one transaction (settling the claim
+        ``settles``, if given, in it: :mod:`~generic_framework.store.keys`); return its number
         (1 for the first)."""
         check_conversation_key(conversation_id)
         if not messages:
@@ -181,6 +188,7 @@ class SQLiteStore(SQLiteUsers, SQLiteChats, SQLiteMemories):
             bodies,
             values,
             pictures,
+            settles,
         )
 
     async def turns(self, conversation_id: str) -> list[StoredTurn] | None:

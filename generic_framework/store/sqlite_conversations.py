@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from generic_framework.store import sqlite_keys
 from generic_framework.store.base import (
     ConversationDump,
     ConversationSummary,
@@ -26,6 +27,7 @@ from generic_framework.store.base import (
     cursor_of,
     title_of,
 )
+from generic_framework.store.keys import ClaimRef
 from generic_framework.store.listing import LIST_SQL, TITLE_CUT, list_filter, message_text
 from generic_framework.store.pictures import (
     PICTURE_COLUMNS,
@@ -72,6 +74,7 @@ def append(
     bodies: list[tuple[str, str]],
     values: tuple[Any, ...],
     pictures: Sequence[StoredPicture] = (),
+    settles: ClaimRef | None = None,
 ) -> int:
     now = _now()
     db.execute("BEGIN IMMEDIATE")
@@ -85,6 +88,8 @@ def append(
         ).fetchone()
         _insert_turn(db, conversation_id, turn, persona, now, values, bodies)
         _insert_pictures(db, picture_rows(conversation_id, turn, pictures, renumber=True))
+        if settles is not None:
+            sqlite_keys.settle(db, settles, conversation_id, turn)
     except BaseException:
         db.execute("ROLLBACK")
         raise

@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from generic_framework.store.keys import Claim, new_token
+from generic_framework.store.keys import Claim, ClaimRef, new_token, settled_value
 
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["claim", "finish", "purge", "release", "renew", "write_one"]
+__all__ = ["claim", "finish", "purge", "release", "renew", "settle", "write_one"]
 
 _SELECT = (
     "SELECT fingerprint, state, lease_until, expires_at, body"
@@ -78,6 +78,8 @@ def _claim(
         return Claim("mismatch")
     if state == "done":
         return Claim("done", value=bytes(value))
+    if state == "stored":
+        return Claim("stored", value=bytes(value))
     if lease_until > now:
         return Claim("running", retry_after=lease_until - now)
     # The holder's lease lapsed (its replica died mid-turn): this request takes the key over.
@@ -89,10 +91,10 @@ def _claim(
 
 
 def renew(db: sqlite3.Connection, caller: str, key: str, token: str, lease: float) -> bool:
-    """Extend a running claim's lease."""
+    """Extend a running (or turn-settled) claim's lease."""
     sql = (
         "UPDATE idempotency_keys SET lease_until = ?"
-        " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
+        " WHERE caller = ? AND key = ? AND token = ? AND state IN ('running', 'stored')"
     )
     return write_one(db, sql, (time.time() + lease, caller, key, token)) > 0
 
@@ -101,9 +103,20 @@ def finish(db: sqlite3.Connection, caller: str, key: str, token: str, value: byt
     """Keep a claim's value."""
     sql = (
         "UPDATE idempotency_keys SET state = 'done', body = ?"
-        " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
+        " WHERE caller = ? AND key = ? AND token = ? AND state IN ('running', 'stored')"
     )
     return write_one(db, sql, (value, caller, key, token)) > 0
+
+
+def settle(db: sqlite3.Connection, ref: ClaimRef, conversation_id: str, turn: int) -> None:
+    """Mark a running claim settled by turn ``turn`` of ``conversation_id``, inside the
+    transaction that stores the turn (the caller's; nothing when the claim is no longer
+    ``ref``'s)."""
+    db.execute(
+        "UPDATE idempotency_keys SET state = 'stored', body = ?"
+        " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'",
+        (settled_value(conversation_id, turn), ref.owner, ref.key, ref.token),
+    )
 
 
 def release(db: sqlite3.Connection, caller: str, key: str, token: str) -> None:

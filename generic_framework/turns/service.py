@@ -44,6 +44,7 @@ from generic_framework.memory.turns import with_memory
 from generic_framework.pictures import Picture, PictureRefused, read_pictures
 from generic_framework.pictures.vision import describe
 from generic_framework.quotas import Allowance, Refusal, admit_turn, record_turn, unlimited
+from generic_framework.store.keys import ClaimRef
 from generic_framework.store.users import Caller, UserAdmin, pseudonym
 from generic_framework.wire.profiles import check_choice, nearest_effort, profile_for, sees
 
@@ -119,6 +120,15 @@ class Ask:
     history: Sequence[HistoryItem] | None = None
     options: TurnOptions | None = None
     images: tuple[str, ...] = ()
+
+    def settling(self, claim: ClaimRef | None) -> Ask:
+        """This ask, its stored turn settling ``claim`` (a request's ``Idempotency-Key``) in
+        the turn's own transaction (:attr:`TurnOptions.settles
+        <generic_framework.core.options.TurnOptions.settles>`); itself without one."""
+        if claim is None:
+            return self
+        options = replace(self.options or NO_OPTIONS, settles=claim)
+        return replace(self, options=options)
 
     @property
     def web(self) -> bool:

@@ -3,6 +3,7 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 import time
@@ -137,10 +138,18 @@ def _stream(bot: Process, cid: str, key: str, out: dict[str, Any]) -> None:
         out["body"] = head + b"".join(lines)
 
 
+@pytest.fixture
+def slow_stack(tmp_path: Path) -> Iterator[Process]:
+    """A mock that answers after 1.5 s: a turn runs long enough for a retry to find it
+    running on a busy machine (once stored, a retry is answered from the stored turn)."""
+    with mock_process(tmp_path, latency_ms=1500) as mock, bot_process(tmp_path, mock) as bot:
+        yield bot
+
+
 def test_a_streamed_turn_is_409_while_running_then_replayed_as_the_same_stream(
-    stack: Process,
+    slow_stack: Process,
 ) -> None:
-    bot = stack
+    bot = slow_stack
     first: dict[str, Any] = {"started": threading.Event()}
     runner = threading.Thread(target=_stream, args=(bot, "s1", "stream-key", first))
     runner.start()
@@ -291,3 +300,49 @@ def test_a_kept_answer_reads_back_whole() -> None:
     # An answer kept before the status went with it: its body alone.
     assert answer_of(b'{"id": "x"}') == (200, "application/json", b'{"id": "x"}')
     assert answer_of(body) == (200, "text/event-stream", body)
+
+
+async def test_a_store_failure_answers_without_waiting_for_the_key_release() -> None:
+    # The store failed the turn (it hangs): the error goes out at once, and the key's release,
+    # which would wait on the same store for another bound, lands in the background.
+    from types import SimpleNamespace
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from generic_framework.errors import StoreUnavailableError
+    from generic_framework.service.idempotency import idempotent
+    from generic_framework.store.keys import Claim
+
+    gate, done = asyncio.Event(), asyncio.Event()
+    released: list[str] = []
+
+    class HungStore:
+        async def claim_key(self, *args: Any, **kwargs: Any) -> Claim:
+            return Claim("run", "token")
+
+        async def release_key(self, owner: str, key: str, token: str) -> None:
+            await gate.wait()
+            released.append(key)
+            done.set()
+
+    async def failing(claim: Any) -> Response:
+        raise StoreUnavailableError("the conversation database did not answer")
+
+    async def endpoint(request: Request) -> Response:
+        return await idempotent(request, failing, lambda reply: Response())
+
+    app = Starlette(routes=[Route("/turn", endpoint, methods=["POST"])])
+    app.state.service = SimpleNamespace(runtime=SimpleNamespace(claims=HungStore()))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        with pytest.raises(StoreUnavailableError):
+            await asyncio.wait_for(
+                client.post("/turn", json={}, headers={"Idempotency-Key": "k"}), 5
+            )
+    assert released == []
+    gate.set()
+    await asyncio.wait_for(done.wait(), 5)
+    assert released == ["k"]

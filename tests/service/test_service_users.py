@@ -312,6 +312,26 @@ async def test_admins_manage_users_and_keys_over_http(world: World) -> None:
     assert names == ["admin", "alice", "bob"]
 
 
+async def test_request_fields_outside_the_schema_are_refused(world: World) -> None:
+    admin = world.client("admin")
+    for query in ("bogus=1", "limit=5&bogus=1", "limit=5&Limit=6"):
+        refused = await admin.get(f"/v1/conversations?{query}")
+        assert refused.status_code == 400, (query, refused.text)
+        assert "unknown query parameter" in refused.json()["error"]["message"]
+    # One value per parameter: which of two would count is not for the server to guess.
+    twice = await admin.get("/v1/conversations?limit=5&limit=6")
+    assert twice.status_code == 400 and twice.json()["error"]["param"] == "limit", twice.text
+    # A number, not a boolean or a string standing for one; nothing is made.
+    for days in (True, False, "1", [1]):
+        body = {"user": "dave", "expires_days": days}
+        refused = await admin.post("/v1/admin/keys", json=body)
+        assert refused.status_code == 400, (days, refused.text)
+        assert refused.json()["error"]["param"] == "expires_days", refused.text
+    assert (await admin.get("/v1/admin/users/dave")).status_code == 404
+    made = await admin.post("/v1/admin/keys", json={"user": "dave", "expires_days": 1.5})
+    assert made.status_code == 201, made.text
+
+
 async def test_a_chat_platform_user_is_managed_by_its_name_with_a_colon(world: World) -> None:
     admin = world.client("admin")
     made = await admin.post("/v1/admin/users", json={"name": "telegram:42"})

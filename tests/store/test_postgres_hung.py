@@ -6,6 +6,7 @@ works again once the server resumes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -19,8 +20,13 @@ from test_postgres import eventually
 
 from generic_framework.errors import StoreUnavailableError
 from generic_framework.store.postgres import PostgresStore
-from generic_framework.store.postgres_bounds import bound_of, connection_options
-from generic_framework.store.postgres_slots import PostgresSlots
+from generic_framework.store.postgres_bounds import (
+    CANCEL_GRACE,
+    bound_of,
+    bounded,
+    connection_options,
+)
+from generic_framework.store.postgres_slots import GIVE_BACK_WAIT, TURNOVER, PostgresSlots
 from generic_framework.wire.messages import AssistantMessage, Message, UserMessage
 
 WAIT = 1.0  # DATABASE_POOL_TIMEOUT of these stores
@@ -120,3 +126,111 @@ async def test_a_paused_server_gives_each_call_its_error_within_the_bound(
     finally:
         await budget.aclose()
         await store.aclose()
+
+
+async def test_a_turn_the_hung_server_failed_does_not_wait_for_its_unlock(
+    postgres_server: Any,
+) -> None:
+    # The turn holds its conversation when the server hangs; a call in it fails at its bound.
+    # The error goes out then: the unlock (another bound on the hung server) is left to the
+    # background, and lands once the server answers again.
+    url = postgres_server.create_database()
+    store = PostgresStore(url, pool_size=2, pool_timeout=WAIT)
+    other = PostgresStore(url, pool_timeout=WAIT)
+    stopped: list[int] = []
+    try:
+        await store.append_turn("a", "p", turn("before"))
+        await other.open()
+
+        async def a_turn() -> None:
+            async with store.lock("a", history=1):
+                for pid in _server_pids(postgres_server.data):
+                    with contextlib.suppress(ProcessLookupError):  # a process just ended
+                        os.kill(pid, signal.SIGSTOP)
+                        stopped.append(pid)
+                await store.get("a")
+
+        try:
+            took = await timed_failure(a_turn)
+        finally:
+            for pid in stopped:
+                os.kill(pid, signal.SIGCONT)
+        assert took < bound_of(WAIT) + SLACK, took
+
+        async def another_replicas_turn() -> int:
+            async with other.lock("a", history=1) as held:
+                return await held.append_turn("p", turn("after"))
+
+        # Another session gets the conversation: the unlock did land.
+        assert await asyncio.wait_for(eventually(another_replicas_turn), 30) == 2
+    finally:
+        await other.aclose()
+        await store.aclose()
+
+
+async def test_calls_queued_behind_a_call_the_hung_server_failed_fail_with_it(
+    postgres_server: Any,
+) -> None:
+    # Two calls of one replica need a statement for a slot: the second waits in line behind
+    # the first. The server hangs: the first fails at its bound, and the second with it,
+    # instead of trying on the hung server for another bound after its wait in line.
+    url = postgres_server.create_database()
+    budget = PostgresSlots(url, budget="line", limit=3, wait=30.0, timeout=WAIT)
+    try:
+        kept = await budget.acquire()  # the connection open; the next calls need a statement
+        with paused(postgres_server):
+            waits = await asyncio.gather(*(timed_failure(budget.acquire) for _ in range(2)))
+        assert max(waits) < bound_of(WAIT) + SLACK, waits
+        await kept.release()
+        # Resumed: the next call takes a slot again.
+        await (await eventually(budget.acquire)).release()
+    finally:
+        await budget.aclose()
+
+
+async def test_the_deadline_ends_a_block_that_absorbs_its_first_cancels() -> None:
+    # psycopg answers a cancel by cancelling the query and waiting for it again (5 s, twice):
+    # a cancel absorbed on its way must not leave the block waiting past its bound.
+    absorbed = 0
+
+    async def stubborn() -> None:
+        nonlocal absorbed
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                absorbed += 1
+                if absorbed == 3:
+                    raise
+
+    async def call() -> None:
+        async with bounded(0.2, "(test)"):
+            await stubborn()
+
+    took = await asyncio.wait_for(timed_failure(call), 10)
+    assert absorbed == 3
+    assert took < 0.4 + 2 * CANCEL_GRACE + SLACK, took
+
+
+async def test_a_slot_given_back_on_a_hung_server_does_not_hold_its_turn(
+    postgres_server: Any,
+) -> None:
+    # A turn gives its slot back after its model call, then stores its answer: the unlock on
+    # the hung server goes on in the background instead of holding the turn another bound.
+    url = postgres_server.create_database()
+    budget = PostgresSlots(url, budget="give", limit=2, wait=30.0, timeout=WAIT)
+    other = PostgresSlots(url, budget="give", limit=2, wait=1.0, timeout=WAIT)
+    try:
+        slot = await budget.acquire()
+        await asyncio.sleep(TURNOVER)  # past the reuse window: given back with a statement
+        with paused(postgres_server):
+            started = time.monotonic()
+            await slot.release()
+            assert time.monotonic() - started < GIVE_BACK_WAIT + SLACK
+        # The unlock landed once the server answered: another replica takes both slots.
+        held = [await eventually(other.acquire) for _ in range(2)]
+        for lease in held:
+            await lease.release()
+    finally:
+        await other.aclose()
+        await budget.aclose()

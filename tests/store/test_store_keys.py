@@ -7,6 +7,8 @@ import asyncio
 from collections.abc import Callable
 
 from generic_framework.store import ConversationStore
+from generic_framework.store.keys import ClaimRef, settled_turn
+from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 MakeStore = Callable[[], ConversationStore]
 DAY = 86_400.0
@@ -25,6 +27,54 @@ async def test_a_key_runs_once_then_replays_its_answer(store: ConversationStore)
     assert not await store.renew_key("alice", "k1", first.token, lease=30)
     await store.release_key("alice", "k1", first.token)
     assert (await store.claim_key("alice", "k1", "fp", lease=30, keep=DAY)).outcome == "done"
+
+
+def _turn(text: str) -> list[UserMessage | AssistantMessage]:
+    return [UserMessage(content=text), AssistantMessage(content=f"answer to {text}")]
+
+
+async def test_a_turn_stored_with_its_claim_settles_it_in_the_same_transaction(
+    store: ConversationStore,
+) -> None:
+    # The holder stores its turn with its claim, then dies before finishing it: the claim says
+    # where the turn is, whatever its lease, and a retry never gets to run the turn again.
+    claim = await store.claim_key("alice", "k", "fp", lease=0.3, keep=DAY)
+    await store.append_turn("c1", "scout", _turn("first"))
+    held = store.lock("c1")
+    async with held as conversation:
+        number = await conversation.append_turn(
+            "scout", _turn("second"), settles=ClaimRef("alice", "k", claim.token)
+        )
+    assert number == 2
+    await asyncio.sleep(0.5)  # the lease lapsed: unsettled, the claim would be taken over
+    again = await store.claim_key("alice", "k", "fp", lease=30, keep=DAY)
+    assert again.outcome == "stored" and settled_turn(again.value) == ("c1", 2)
+    # A late release leaves it (its turn was stored); the holder's own finish still keeps the
+    # answer, and a renewal is not refused as if the claim were lost.
+    await store.release_key("alice", "k", claim.token)
+    assert (await store.claim_key("alice", "k", "fp", lease=30, keep=DAY)).outcome == "stored"
+    assert await store.renew_key("alice", "k", claim.token, lease=30)
+    assert await store.finish_key("alice", "k", claim.token, b"200 x/y\n{}")
+    done = await store.claim_key("alice", "k", "fp", lease=30, keep=DAY)
+    assert (done.outcome, done.value) == ("done", b"200 x/y\n{}")
+
+
+async def test_a_turn_settles_only_its_own_running_claim(store: ConversationStore) -> None:
+    mine = await store.claim_key("bob", "k", "fp", lease=30, keep=DAY)
+    other = await store.claim_key("bob", "k2", "fp", lease=30, keep=DAY)
+    # Another token (a holder whose claim was taken over) and another key settle nothing.
+    await store.append_turn("c", "scout", _turn("a"), settles=ClaimRef("bob", "k", "stale"))
+    await store.append_turn("c", "scout", _turn("b"), settles=ClaimRef("bob", "k2", "x"))
+    assert (await store.claim_key("bob", "k", "fp", lease=30, keep=DAY)).outcome == "running"
+    assert (await store.claim_key("bob", "k2", "fp", lease=30, keep=DAY)).outcome == "running"
+    # A finished claim stays finished.
+    assert await store.finish_key("bob", "k2", other.token, b"kept")
+    await store.append_turn("c", "scout", _turn("c"), settles=ClaimRef("bob", "k2", other.token))
+    assert (await store.claim_key("bob", "k2", "fp", lease=30, keep=DAY)).value == b"kept"
+    await store.append_turn("c", "scout", _turn("d"), settles=ClaimRef("bob", "k", mine.token))
+    settled = await store.claim_key("bob", "k", "fp", lease=30, keep=DAY)
+    assert settled.outcome == "stored" and settled_turn(settled.value) == ("c", 4)
+    assert [t.turn for t in await store.turns("c") or []] == [1, 2, 3, 4]
 
 
 async def test_keys_are_per_caller_and_bound_to_their_request(store: ConversationStore) -> None:
