@@ -12,8 +12,9 @@ two in step and checks that every name resolves.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from generic_framework.exports import on_first_use
 
 __version__ = "0.1.0"
 
@@ -139,13 +140,7 @@ if TYPE_CHECKING:
     from generic_framework.wire.errors import UpstreamBusyError as UpstreamBusyError
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'generic_framework' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = on_first_use(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

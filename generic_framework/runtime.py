@@ -19,7 +19,7 @@ import asyncio
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -28,11 +28,13 @@ from generic_framework.core.persona import Persona
 from generic_framework.core.resources import Resources
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.errors import ConfigError
-from generic_framework.store.base import ConversationStore
 from generic_framework.telemetry import Telemetry
-from generic_framework.turns import TurnService
 from generic_framework.wire.client import GLMClient
 from generic_framework.wire.model import ChatModel
+
+if TYPE_CHECKING:
+    from generic_framework.store.base import ConversationStore
+    from generic_framework.turns import TurnService
 
 __all__ = ["Runtime", "choose_spec", "default_persona", "read_specs"]
 
@@ -168,6 +170,10 @@ class Runtime(Resources):
         """The turn service every edge asks for turns: it admits the caller, runs the persona
         and counts the turn (:mod:`generic_framework.turns`); one per runtime."""
         if self._turns is None:
+            # The edges' admission (users, limits, hooks) is loaded by the edges that ask for
+            # it, not by a program that answers with personas alone (docs/design/0704).
+            from generic_framework.turns import TurnService
+
             self._turns = TurnService(self)
         return self._turns
 

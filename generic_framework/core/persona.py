@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Coroutine, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from generic_framework.config import Settings
 from generic_framework.core.engine import (
@@ -50,18 +50,15 @@ from generic_framework.core.turn_plans import (
 from generic_framework.errors import ConfigError
 from generic_framework.limits import check_text
 from generic_framework.pictures.content import kept, stored_text, user_content
-from generic_framework.store.users import (
-    BOOTSTRAP_USER,
-    Caller,
-    check_conversation_key,
-    pseudonym,
-)
 from generic_framework.tools.base import FunctionTool
 from generic_framework.wire.messages import (
     Message,
     SystemMessage,
     UserMessage,
 )
+
+if TYPE_CHECKING:
+    from generic_framework.store.users import Caller
 
 __all__ = [
     "ASK_FOR_QUESTION",
@@ -93,6 +90,10 @@ def _upstream_user(caller: Caller | None, options: TurnOptions) -> str | None:
     ``None``: the options' value, if any, is sent."""
     if caller is None:
         return None
+    # The users' rules are loaded by the turns that have a caller or a conversation, so a
+    # Persona without either loads no store module (docs/design/0704).
+    from generic_framework.store.users import BOOTSTRAP_USER, pseudonym
+
     if caller.user.id == BOOTSTRAP_USER and options.user_id is not None:
         return None
     return pseudonym(caller.user.id)
@@ -186,7 +187,8 @@ class Persona(TurnEngine):
         )
         super().__init__(resolved, tool_timeout=config.tool_timeout, keep_reasoning=keep)
         self.tools = tools
-        self.runtime.mcp.check(spec.mcp_servers, source=f"persona {spec.name!r}")
+        if spec.mcp_servers:  # a persona without servers makes the runtime no sessions
+            self.runtime.mcp.check(spec.mcp_servers, source=f"persona {spec.name!r}")
         self._plans = TurnPlans(resolved, tools, self.runtime)
 
     def __repr__(self) -> str:
@@ -314,6 +316,8 @@ class Persona(TurnEngine):
     ) -> ForeignHistory:
         """The caller's history, checked; empty without one (the conversation's key checked)."""
         if conversation_id is not None:
+            from generic_framework.store.users import check_conversation_key
+
             check_conversation_key(conversation_id)
         if history is None:
             return ForeignHistory(system=(), messages=())

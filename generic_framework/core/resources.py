@@ -34,7 +34,6 @@ import httpx
 from generic_framework.config import Settings
 from generic_framework.core.locks import ConversationLocks
 from generic_framework.errors import ConfigError
-from generic_framework.mcp_tools.sessions import MCPSessions
 from generic_framework.store import is_postgres_url, open_store
 from generic_framework.telemetry import Telemetry
 from generic_framework.wire.client import GLMClient
@@ -42,6 +41,8 @@ from generic_framework.wire.model import ChatModel
 from generic_framework.wire.slots import LocalSlots, UpstreamSlots
 
 if TYPE_CHECKING:
+    from generic_framework.mcp_tools.sessions import MCPSessions
+
     # The store package (sqlite3 and its message adapter, about 3 ms) is imported when a
     # conversation first needs it, not by every program that imports the Persona (0704).
     from generic_framework.store.base import Conversations, ConversationStore, HeldConversation
@@ -109,7 +110,8 @@ class Resources:
         self.telemetry = telemetry
         if client is not None:
             self.telemetry.metrics.watch(client)
-        self.mcp = MCPSessions(self.settings, environ)
+        self._environ = environ
+        self._mcp: MCPSessions | None = None
         self._client = client
         self._store = store
         self._transport = transport
@@ -127,6 +129,17 @@ class Resources:
             self._client = self._new_client(self._slots())
             self._opened.append(self._client)
         return self._client
+
+    @property
+    def mcp(self) -> MCPSessions:
+        """The MCP sessions (made on first use: a runtime whose personas have no MCP server
+        and search without ``mcp`` mode never loads the connection code, docs/design/0704)."""
+        if self._mcp is None:
+            self._check_open()
+            from generic_framework.mcp_tools.sessions import MCPSessions
+
+            self._mcp = MCPSessions(self.settings, self._environ)
+        return self._mcp
 
     @property
     def model(self) -> ChatModel:
@@ -265,7 +278,8 @@ class Resources:
         opened, self._opened = self._opened, []
         try:
             # MCP sessions first: a search in flight uses the client's key, not the client.
-            await self.mcp.aclose()
+            if self._mcp is not None:
+                await self._mcp.aclose()
             for each in reversed(opened):
                 await each.aclose()
             await self.telemetry.flush()

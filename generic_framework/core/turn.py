@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
+from typing import TYPE_CHECKING
 
 from generic_framework.core.account import TurnAccount
 from generic_framework.core.citations import CitationBook
@@ -19,10 +20,12 @@ from generic_framework.core.observe import TurnWatch
 from generic_framework.core.options import NO_OPTIONS, TurnOptions
 from generic_framework.core.reply import Reply, RoundState, StopReason, ToolCallInfo, ToolResult
 from generic_framework.core.tooling import ToolPlan, call_name
-from generic_framework.store.base import TurnRecord
-from generic_framework.store.users import Caller
 from generic_framework.wire.messages import AssistantMessage, ChatCompletion, Message, ToolCall
 from generic_framework.wire.model import ChatModel
+
+if TYPE_CHECKING:
+    from generic_framework.store.base import TurnRecord
+    from generic_framework.store.users import Caller
 
 __all__ = ["Turn", "turn_record"]
 
@@ -42,6 +45,10 @@ def turn_record(
     (the same the reply, the metrics and the log line show), timed from the turn's beginning,
     who asked (``caller``'s user and key ids), and whether the embedded mock answered
     (``offline``)."""
+    # Only a stored turn needs the record, and the store is loaded by then: a turn without a
+    # conversation loads no store module (docs/design/0704).
+    from generic_framework.store.base import TurnRecord
+
     return TurnRecord(
         input=text,
         model=reply.model,

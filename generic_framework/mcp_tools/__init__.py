@@ -7,24 +7,42 @@
 - :class:`WebSearchMCP`: ``search_web`` through the Web Search MCP server (``mcp`` mode).
 
 The official ``mcp`` SDK is imported only when a server is first started (:mod:`.sdk`); the
-rest is loaded with the Persona, which needs :mod:`.sessions` (docs/design/0704).
+package's names are loaded on first use (PEP 562), so that a persona file's
+:class:`MCPServerSpec` (:mod:`.spec`, which every persona's spec imports) loads no connection
+code: the sessions are built when a persona with MCP servers, or ``mcp`` search mode, first
+needs them (docs/design/0704).
 """
 
 from __future__ import annotations
 
-from generic_framework.mcp_tools.connection import MCPConnection, MCPFailure
-from generic_framework.mcp_tools.naming import offered_name
-from generic_framework.mcp_tools.sessions import MCPSessions
-from generic_framework.mcp_tools.spec import MCPServerSpec
-from generic_framework.mcp_tools.tools import MCPTool
-from generic_framework.mcp_tools.web_search import WebSearchMCP
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "MCPConnection",
-    "MCPFailure",
-    "MCPServerSpec",
-    "MCPSessions",
-    "MCPTool",
-    "WebSearchMCP",
-    "offered_name",
-]
+from generic_framework.exports import on_first_use
+
+_EXPORTS: dict[str, str] = {
+    "MCPConnection": "generic_framework.mcp_tools.connection",
+    "MCPFailure": "generic_framework.mcp_tools.connection",
+    "MCPServerSpec": "generic_framework.mcp_tools.spec",
+    "MCPSessions": "generic_framework.mcp_tools.sessions",
+    "MCPTool": "generic_framework.mcp_tools.tools",
+    "WebSearchMCP": "generic_framework.mcp_tools.web_search",
+    "offered_name": "generic_framework.mcp_tools.naming",
+}
+
+__all__ = list(_EXPORTS)
+
+if TYPE_CHECKING:
+    from generic_framework.mcp_tools.connection import MCPConnection as MCPConnection
+    from generic_framework.mcp_tools.connection import MCPFailure as MCPFailure
+    from generic_framework.mcp_tools.naming import offered_name as offered_name
+    from generic_framework.mcp_tools.sessions import MCPSessions as MCPSessions
+    from generic_framework.mcp_tools.spec import MCPServerSpec as MCPServerSpec
+    from generic_framework.mcp_tools.tools import MCPTool as MCPTool
+    from generic_framework.mcp_tools.web_search import WebSearchMCP as WebSearchMCP
+
+
+__getattr__ = on_first_use(__name__, _EXPORTS, globals())
+
+
+def __dir__() -> list[str]:
+    return __all__

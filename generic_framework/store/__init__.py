@@ -18,24 +18,43 @@ replicas). :func:`open_store` picks one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from generic_framework.store.base import (
-    ConversationDump,
-    ConversationStore,
-    ConversationSummary,
-    HeldConversation,
-    StoreAdmin,
-    StoredMessage,
-    StoredTurn,
-    TurnRecord,
-    TurnStore,
-    check_conversation_id,
-    checksum,
-)
+from generic_framework.exports import on_first_use
+
+# The names are loaded on first use (PEP 562): the SQLite backend (sqlite3 and its module,
+# about 4 ms) when a conversation first needs it, and the protocols of .base (with the users,
+# keys and chats they gather) when a store is opened or a turn stored, so that a Persona
+# without a conversation imports neither (docs/design/0704). .users alone stays light: the
+# turn's caller comes from there.
+_EXPORTS: dict[str, str] = {
+    "ConversationDump": "generic_framework.store.base",
+    "ConversationStore": "generic_framework.store.base",
+    "ConversationSummary": "generic_framework.store.base",
+    "HeldConversation": "generic_framework.store.base",
+    "SQLiteStore": "generic_framework.store.sqlite",
+    "StoreAdmin": "generic_framework.store.base",
+    "StoredMessage": "generic_framework.store.base",
+    "StoredTurn": "generic_framework.store.base",
+    "TurnRecord": "generic_framework.store.base",
+    "TurnStore": "generic_framework.store.base",
+    "check_conversation_id": "generic_framework.store.base",
+    "checksum": "generic_framework.store.base",
+}
 
 if TYPE_CHECKING:
-    from generic_framework.store.sqlite import SQLiteStore
+    from generic_framework.store.base import ConversationDump as ConversationDump
+    from generic_framework.store.base import ConversationStore as ConversationStore
+    from generic_framework.store.base import ConversationSummary as ConversationSummary
+    from generic_framework.store.base import HeldConversation as HeldConversation
+    from generic_framework.store.base import StoreAdmin as StoreAdmin
+    from generic_framework.store.base import StoredMessage as StoredMessage
+    from generic_framework.store.base import StoredTurn as StoredTurn
+    from generic_framework.store.base import TurnRecord as TurnRecord
+    from generic_framework.store.base import TurnStore as TurnStore
+    from generic_framework.store.base import check_conversation_id as check_conversation_id
+    from generic_framework.store.base import checksum as checksum
+    from generic_framework.store.sqlite import SQLiteStore as SQLiteStore
 
 __all__ = [
     "ConversationDump",
@@ -56,16 +75,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The SQLite backend (sqlite3 and its module, about 4 ms) is imported on first use: the
-    # core's turn records come from .base, and a Persona without a conversation needs no
-    # backend at all (docs/design/0704).
-    if name == "SQLiteStore":
-        from generic_framework.store.sqlite import SQLiteStore
-
-        globals()[name] = SQLiteStore
-        return SQLiteStore
-    raise AttributeError(f"module 'generic_framework.store' has no attribute {name!r}")
+__getattr__ = on_first_use(__name__, _EXPORTS, globals())
 
 
 def open_store(

@@ -48,9 +48,17 @@ ALLOWED: dict[str, set[str]] = {
     "config.py": {"dotenv", "difflib"},  # difflib: a misspelt keyword's suggestion only
     # JSON Schema checks: only for turns that ask for a json_schema answer (55-79 ms).
     "core/options.py": {"jsonschema", "jsonschema.exceptions", "jsonschema.validators"},
-    # The upstream budget shared on PostgreSQL: only with a postgresql:// DATABASE_URL.
-    "core/resources.py": {"generic_framework.store.postgres_slots"},
-    "runtime.py": {"generic_framework.core.loader"},
+    # The upstream budget shared on PostgreSQL: only with a postgresql:// DATABASE_URL; the
+    # MCP sessions: only for a persona with MCP servers or search in mcp mode.
+    "core/resources.py": {
+        "generic_framework.mcp_tools.sessions",
+        "generic_framework.store.postgres_slots",
+    },
+    # A turn without a conversation or a caller loads no store module.
+    "core/persona.py": {"generic_framework.store.users"},
+    "core/turn.py": {"generic_framework.store.base"},
+    # The persona files' reader; the edges' turn service, for the edges that ask for it.
+    "runtime.py": {"generic_framework.core.loader", "generic_framework.turns"},
     "service/info.py": {"generic_framework.mock"},
     # python-telegram-bot: only for a service that receives a Telegram bot's webhook.
     "chats/telegram/platform.py": {"generic_framework.chats.telegram.webhook"},

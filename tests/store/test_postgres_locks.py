@@ -66,7 +66,9 @@ async def test_running_turns_are_not_capped_by_the_pool(url: str) -> None:
     try:
         started = time.monotonic()
         await asyncio.gather(*(one(f"c{i}") for i in range(6)))
-        assert time.monotonic() - started < 1.5  # six turns at once, not one after another
+        # Six turns at once, not one after another (3 s on the one pooled connection); the
+        # bound is that, not a guess at a loaded machine's overhead.
+        assert time.monotonic() - started < 6 * 0.5
         assert len(await store.conversation_ids()) == 6
     finally:
         await store.aclose()

@@ -107,11 +107,13 @@ async def test_a_lapsed_lease_is_taken_over_and_the_old_holder_cannot_finish(
 
 
 async def test_renewal_keeps_a_long_turn_claimed(store: ConversationStore) -> None:
-    held = await store.claim_key("c", "k", "fp", lease=0.4, keep=DAY)
-    for _ in range(4):
-        await asyncio.sleep(0.2)
-        assert await store.renew_key("c", "k", held.token, lease=0.4)
-    assert (await store.claim_key("c", "k", "fp", lease=0.4, keep=DAY)).outcome == "running"
+    # Renewed every 0.5 s, each time for 2 s: the turn outlives its first lease by far, and a
+    # loaded machine may delay a renewal by 1.5 s before the lease lapses.
+    held = await store.claim_key("c", "k", "fp", lease=2.0, keep=DAY)
+    for _ in range(6):
+        await asyncio.sleep(0.5)
+        assert await store.renew_key("c", "k", held.token, lease=2.0)
+    assert (await store.claim_key("c", "k", "fp", lease=2.0, keep=DAY)).outcome == "running"
 
 
 async def test_expired_keys_are_forgotten_and_purged(store: ConversationStore) -> None:

@@ -1,0 +1,98 @@
+"""A first answer loads only what it uses (docs/design/0704).
+
+In a fresh interpreter a Persona on a Runtime answers one plain question from the mock Z.AI
+server; then ``sys.modules`` is read. A persona without MCP servers loads no MCP connection
+code, and a turn without a conversation or a caller loads no store module and not the edges'
+turn service. The same probe with an MCP server declared, and with a stored conversation,
+shows the modules are the ones those turns load (so the probe sees what it claims to).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from generic_framework.mock import MockServer
+
+_PROBE = r"""
+import asyncio, json, sys
+
+from generic_framework import Persona, Runtime, Settings
+
+base_url, data_dir, mode = sys.argv[1:4]
+
+
+async def main():
+    fields = {}
+    if mode == "mcp":
+        fields["mcp_servers"] = [{"name": "files", "command": "never-started"}]
+    settings = Settings.defaults(api_key="probe-key", base_url=base_url, data_dir=data_dir)
+    async with Runtime(settings) as runtime:
+        persona = Persona(
+            "probe", "You answer briefly.", web_search=False, runtime=runtime, **fields
+        )
+        conversation = "probe-conversation" if mode == "stored" else None
+        reply = await persona.respond(
+            "What is the capital of Canada?", conversation_id=conversation
+        )
+    assert "Ottawa" in reply.content, reply
+    print(json.dumps(sorted(sys.modules)))
+
+
+asyncio.run(main())
+"""
+
+NOT_ON_A_PLAIN_FIRST_ANSWER = (
+    "generic_framework.mcp_tools.connection",
+    "generic_framework.mcp_tools.sessions",
+    "generic_framework.mcp_tools.tools",
+    "generic_framework.store.base",
+    "generic_framework.store.keys",
+    "generic_framework.store.sqlite",
+    "generic_framework.store.users",
+    "generic_framework.turns",
+    "sqlite3",
+)
+
+
+@pytest.fixture(scope="module")
+def mock() -> Iterator[MockServer]:
+    with MockServer() as server:  # the bundled fixtures: plain_answer answers the question
+        yield server
+
+
+def _modules(mock: MockServer, data_dir: Path, mode: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, mock.base_url, str(data_dir), mode],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_a_plain_first_answer_loads_no_mcp_store_or_edge_modules(
+    mock: MockServer, tmp_path: Path
+) -> None:
+    modules = _modules(mock, tmp_path, "plain")
+    assert "generic_framework.core.persona" in modules
+    assert [name for name in NOT_ON_A_PLAIN_FIRST_ANSWER if name in modules] == []
+
+
+def test_a_persona_with_mcp_servers_loads_the_sessions(mock: MockServer, tmp_path: Path) -> None:
+    modules = _modules(mock, tmp_path, "mcp")
+    assert "generic_framework.mcp_tools.sessions" in modules
+    assert "generic_framework.store.base" not in modules
+
+
+def test_a_stored_turn_loads_the_store(mock: MockServer, tmp_path: Path) -> None:
+    modules = _modules(mock, tmp_path, "stored")
+    assert {"generic_framework.store.base", "generic_framework.store.sqlite", "sqlite3"} <= modules
+    assert "generic_framework.mcp_tools.sessions" not in modules
