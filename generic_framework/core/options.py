@@ -41,10 +41,9 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generic_framework.pictures.parts import Picture
-from generic_framework.store.keys import ClaimRef
 from generic_framework.tools.base import Tool
 from generic_framework.wire.messages import (
     AssistantMessage,
@@ -56,6 +55,9 @@ from generic_framework.wire.messages import (
     ToolMessage,
     UserMessage,
 )
+
+if TYPE_CHECKING:
+    from generic_framework.store.keys import ClaimRef
 
 __all__ = [
     "NO_OPTIONS",

@@ -1,8 +1,7 @@
 """``/openapi.json``: an OpenAPI 3.1 document generated from the pydantic models of the service.
 
-Paths are written here by hand (the service has nine); every schema comes from
-:mod:`generic_framework.service.schemas` through ``model_json_schema``, so the document cannot
-drift from what the endpoints validate and return.
+Paths are written here by hand; every schema comes from the service's pydantic models through
+``model_json_schema``, so the document cannot drift from what the endpoints validate and return.
 """
 
 from __future__ import annotations
