@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from discord_payloads import BOT_ID, user
 from discord_processes import (
@@ -22,6 +24,7 @@ from discord_processes import (
     mock_process,
 )
 from fake_discord import LIMIT, FakeDiscord
+from support import free_port
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -270,3 +273,35 @@ def test_a_refused_token_is_said_in_one_line_and_exits_2(
     assert "Discord refused DISCORD_BOT_TOKEN" in done.stderr
     assert wrong not in done.stdout + done.stderr
     assert [call.path for call in fake_discord.calls] == ["/users/@me"]
+
+
+def test_the_process_serves_its_metrics_when_asked(
+    tmp_path: Path, mock: Process, fake_discord: FakeDiscord
+) -> None:
+    port = free_port()
+    env = bot_env(
+        tmp_path,
+        mock,
+        fake_discord,
+        DISCORD_ALLOWED_USERS=str(OWNER),
+        DISCORD_METRICS_PORT=str(port),
+    )
+    with BotProcess(env, tmp_path / "bot.log", fake_discord):
+        fake_discord.say(fake_discord.person(OWNER, "owner"), DM, NANAIMO)
+        fake_discord.say(fake_discord.person(STRANGER, "stranger"), DM + 1, "hello")
+        answered(fake_discord, DM, "Sources")
+        answered(fake_discord, DM + 1, "user id")
+        family = "generic_framework_chat_updates_total"
+        wanted = {
+            outcome: f'{family}{{outcome="{outcome}",platform="discord"}}'
+            for outcome in ("received", "answered", "refused")
+        }
+        deadline = time.monotonic() + 20
+        while True:
+            text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+            counted = {outcome: name in text for outcome, name in wanted.items()}
+            if all(counted.values()) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    assert counted == {"received": True, "answered": True, "refused": True}
+    assert f"{wanted['received']} 2.0" in text
