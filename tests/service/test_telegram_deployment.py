@@ -197,6 +197,7 @@ def test_a_crash_exits_for_the_restart_policy(services: dict[str, Any], tmp_path
     ("mode", "env", "says"),
     [
         ("run", {"OPENAI_API_KEY": "real"}, "error: TELEGRAM_BOT_TOKEN is not set"),
+        ("run", {"OPENAI_API_KEY": "real"}, "error: DISCORD_BOT_TOKEN is not set"),
         ("run", {"TELEGRAM_BOT_TOKEN": TOKEN}, "start the mock with: docker compose --profile"),
         ("exit-2", {"TELEGRAM_BOT_TOKEN": TOKEN, "OPENAI_API_KEY": "real"}, ""),
         (
@@ -205,14 +206,15 @@ def test_a_crash_exits_for_the_restart_policy(services: dict[str, Any], tmp_path
             "docker compose --profile scale --profile telegram up -d",
         ),
     ],
-    ids=["no-token", "no-key-no-mock", "command-refused", "database-not-up"],
+    ids=["no-token", "discord-no-token", "no-key-no-mock", "command-refused", "database-not-up"],
 )
 def test_a_configuration_error_waits_to_be_stopped_instead_of_restarting(
     services: dict[str, Any], tmp_path: Path, mode: str, env: dict[str, str], says: str
 ) -> None:
     # Exit 2 (a setting, or another process polling the same bot) would fail again at once,
     # and a restarted poller would cut the other one off each time: the container waits.
-    proc, out = _start(services, tmp_path, mode, env)
+    service = "discord" if "DISCORD" in says else "telegram"
+    proc, out = _start(services, tmp_path, mode, env, service)
     err = Lines(proc.stderr)
     try:
         err.wait("configuration error: not exiting until stopped")
@@ -280,22 +282,3 @@ def test_the_discord_service_is_the_telegram_service_with_its_own_profile_and_co
         _, stderr = _stop(proc)
     assert proc.returncode == 0, stderr
     assert out.read_text().endswith("stopped\n")
-
-
-def test_the_discord_service_waits_on_a_configuration_error(
-    services: dict[str, Any], tmp_path: Path
-) -> None:
-    proc, out = _start(services, tmp_path, "run", {"OPENAI_API_KEY": "real"}, "discord")
-    err = Lines(proc.stderr)
-    try:
-        err.wait("configuration error: not exiting until stopped")
-        assert proc.poll() is None
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.stdout is not None
-        with proc.stdout:
-            proc.stdout.read()
-        proc.wait(timeout=30)
-    assert proc.returncode == 2
-    assert "DISCORD_BOT_TOKEN is not set" in err.text()
-    assert not out.exists()
