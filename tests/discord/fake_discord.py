@@ -87,6 +87,7 @@ class FakeDiscord:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._tokens = itertools.count(1)
+        self._thinking: dict[str, dict[str, Any]] = {}  # deferred responses, by token
 
     # -- life cycle --------------------------------------------------------------------------
 
@@ -402,21 +403,32 @@ class FakeDiscord:
         if match := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path):
             return self._edit(int(match.group(1)), match.group(2), body)
         if match := re.fullmatch(r"/interactions/(\d+)/([^/]+)/callback", path):
-            channel_id = self._interaction_channel(match.group(2))
-            status, sent = self._post(channel_id, body.get("data") or {})
-            if status != 200:
-                return status, sent
-            interaction = {
-                "id": match.group(1),
-                "type": 2,
-                "response_message_id": sent["id"],
-                "response_message_loading": False,
-                "response_message_ephemeral": False,
-            }
-            return 200, {"interaction": interaction, "resource": {"type": 4, "message": sent}}
+            return self._respond(match.group(1), match.group(2), body)
         if match := re.fullmatch(r"/webhooks/\d+/([^/]+)", path):
+            thinking = self._thinking.pop(match.group(1), None)
+            if thinking is not None:  # the first follow-up of a deferred response replaces it
+                return self._edit(int(thinking["channel_id"]), thinking["id"], body)
             return self._post(self._interaction_channel(match.group(1)), body)
         return 404, {"message": "404: Not Found", "code": 0}
+
+    def _respond(self, ident: str, token: str, body: dict[str, Any]) -> tuple[int, Any]:
+        """An interaction's response: a message (type 4), or "thinking" (5, deferred)."""
+        deferred = body.get("type") == 5
+        channel_id = self._interaction_channel(token)
+        status, sent = self._post(channel_id, {} if deferred else body.get("data") or {})
+        if status != 200:
+            return status, sent
+        if deferred:
+            self._thinking[token] = sent
+        interaction = {
+            "id": ident,
+            "type": 2,
+            "response_message_id": sent["id"],
+            "response_message_loading": deferred,
+            "response_message_ephemeral": False,
+        }
+        kind = 5 if deferred else 4
+        return 200, {"interaction": interaction, "resource": {"type": kind, "message": sent}}
 
     def _interaction_channel(self, token: str) -> int:
         with self._cond:

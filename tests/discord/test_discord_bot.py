@@ -53,6 +53,7 @@ def bot(tmp_path: Path, mock: Process, fake_discord: FakeDiscord) -> Iterator[Bo
     )
     with BotProcess(env, tmp_path / "bot.log", fake_discord) as running:
         yield running
+    assert running.stop() == 0  # SIGTERM: the messages under way finished, then exit 0
     text = running.text()
     assert "DEBUG" in text  # the debug lines were written...
     assert fake_discord.token not in text  # ...without the token, or any part of it
@@ -149,7 +150,9 @@ def test_persona_is_a_slash_command_with_the_personas_as_choices(
     assert "Pick one with /persona" in offered["content"]
     fake_discord.command("new", owner, GENERAL, guild=True)
     answered(fake_discord, GENERAL, "Started a new conversation")
-    assert fake_discord.calls_to("POST", r"/interactions/\d+/interaction-1/callback")
+    (callback,) = fake_discord.calls_to("POST", r"/interactions/\d+/interaction-1/callback")
+    assert callback.body["type"] == 5  # acknowledged at once, answered by a follow-up
+    assert all(m["content"] for m in fake_discord.bot_messages(DM))  # "thinking" replaced
 
 
 def test_a_long_answer_is_split_into_messages_discord_accepts(

@@ -154,10 +154,10 @@ class DiscordBot(discord.Client):
         name = command.name
 
         async def bare(interaction: discord.Interaction) -> None:
-            self._interaction(interaction, name, "")
+            await self._interaction(interaction, name, "")
 
         async def with_argument(interaction: discord.Interaction, argument: str = "") -> None:
-            self._interaction(interaction, name, argument)
+            await self._interaction(interaction, name, argument)
 
         if command.argument is None:
             return app_commands.Command(name=name, description=command.description, callback=bare)
@@ -168,10 +168,15 @@ class DiscordBot(discord.Client):
             callback = app_commands.choices(argument=choices)(callback)
         return app_commands.Command(name=name, description=command.description, callback=callback)
 
-    def _interaction(self, interaction: discord.Interaction, name: str, argument: str) -> None:
+    async def _interaction(
+        self, interaction: discord.Interaction, name: str, argument: str
+    ) -> None:
+        """Acknowledge at once (Discord waits 3 s; the channel's lane may be busy with a turn),
+        then answer in the lane with follow-ups."""
         channel = interaction.channel
         if channel is None or not isinstance(channel, discord.abc.Messageable):
             return
+        await interaction.response.defer(thinking=True)
         chat = ChatRef(channel.id, None, interaction.guild_id is None)
         incoming = Incoming(
             PLATFORM,

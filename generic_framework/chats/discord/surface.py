@@ -5,7 +5,8 @@ Messages go out through discord.py, which waits out a 429 for its ``retry_after`
 again; every message allows no mentions (the client's default, ``allowed_mentions`` none) and
 suppresses link embeds. A live answer is one message edited (Discord has no drafts); the typing
 indicator is triggered once per call (it shows for ten seconds). A slash command's answer is the
-interaction's response, then follow-ups. Plain text (a command's answer, a refusal) is escaped:
+interaction's follow-ups (the bot defers the response at once: the first follow-up replaces its
+"thinking"). Plain text (a command's answer, a refusal) is escaped:
 it shows as written, whatever a persona's name or a user's argument holds.
 """
 
