@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import AliasChoices, BaseModel
 
+from generic_framework.chats.discord.settings import DiscordSettings
 from generic_framework.chats.telegram.settings import TelegramSettings
 from generic_framework.config import Settings
 
@@ -47,6 +48,6 @@ def test_the_reference_and_the_example_name_the_same_variables() -> None:
 
 
 def test_every_variable_the_code_reads_is_documented() -> None:
-    read = read_names(Settings) | read_names(TelegramSettings)
+    read = read_names(Settings) | read_names(TelegramSettings) | read_names(DiscordSettings)
     assert sorted(read - example_names()) == []
     assert sorted(read - reference_names()) == []

@@ -60,13 +60,17 @@ def test_dockerfile_is_slim_pinned_non_root_and_runtime_only(dockerfile: list[st
     assert "VOLUME" not in " ".join(dockerfile)  # no anonymous volume for the mock
 
 
+def _canonical(name: str) -> str:
+    """A distribution's name as pip compares them (``discord.py`` is ``discord-py``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def test_the_lock_file_pins_every_runtime_dependency_with_hashes() -> None:
     lock = (ROOT / "requirements.lock").read_text()
-    pinned = {m.group(1).lower() for m in re.finditer(r"^([A-Za-z0-9_.-]+)==", lock, re.M)}
+    pinned = {_canonical(m.group(1)) for m in re.finditer(r"^([A-Za-z0-9_.-]+)==", lock, re.M)}
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = [*project["dependencies"], *project["optional-dependencies"]["postgres"]]
-    names = {re.split(r"[\[<>=!~ ;]", spec, maxsplit=1)[0].lower().replace("_", "-")
-             for spec in wanted}  # fmt: skip
+    names = {_canonical(re.split(r"[\[<>=!~ ;]", spec, maxsplit=1)[0]) for spec in wanted}
     assert names - pinned == set(), "regenerate requirements.lock (see the Dockerfile)"
     blocks = [b for b in lock.split("\n") if "==" in b and not b.startswith("#")]
     assert all(b.rstrip().endswith("\\") for b in blocks)  # each pin is followed by hashes
@@ -93,21 +97,24 @@ def test_dockerignore_keeps_secrets_and_bulk_out() -> None:
 
 def test_compose_services_and_profiles(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"bot", "mock-zai", "postgres", "proxy", "scale-check", "telegram"}
+    assert set(services) == {
+        "bot", "mock-zai", "postgres", "proxy", "scale-check", "telegram", "discord"
+    }  # fmt: skip
     assert "profiles" not in services["bot"]
     assert services["mock-zai"]["profiles"] == ["mock"]
     assert services["telegram"]["profiles"] == ["telegram"]
+    assert services["discord"]["profiles"] == ["discord"]
     assert services["postgres"]["profiles"] == services["proxy"]["profiles"] == ["scale"]
     assert services["scale-check"]["profiles"] == ["scale"]
     for name, service in services.items():
         assert service["restart"] == ("no" if name == "scale-check" else "unless-stopped")
         assert "no-new-privileges:true" in service["security_opt"]
     # One image, built once: only the bot builds it, the mock and the Telegram bot never pull it.
-    for name in ("mock-zai", "telegram"):
+    for name in ("mock-zai", "telegram", "discord"):
         assert "build" not in services[name] and services[name]["pull_policy"] == "never"
         assert services[name]["image"] == services["bot"]["image"] == "generic-framework:latest"
     assert "build" in services["bot"]
-    for name in ("bot", "mock-zai", "proxy", "telegram"):
+    for name in ("bot", "mock-zai", "proxy", "telegram", "discord"):
         assert services[name]["read_only"] is True and services[name]["cap_drop"] == ["ALL"]
 
 

@@ -1,5 +1,6 @@
 """The Telegram bot's deployment: the compose service under the `telegram` profile, its start-up
-script run under `sh` with a stand-in command (no Docker engine), and .env.example's settings."""
+script run under `sh` with a stand-in command (no Docker engine), and .env.example's settings;
+the Discord bot's service under the `discord` profile, made from the telegram service."""
 
 from __future__ import annotations
 
@@ -67,11 +68,11 @@ def test_the_telegram_service_is_the_bots_image_settings_and_store(
     assert "docker compose --profile telegram up -d" in text
 
 
-def _script(services: dict[str, Any]) -> str:
-    command = services["telegram"]["command"]
+def _script(services: dict[str, Any], service: str = "telegram") -> str:
+    command = services[service]["command"]
     assert command[:2] == ["sh", "-c"]
     script = str(command[2]).replace("$$", "$")  # compose turns $$ into $
-    assert "generic-framework telegram &" in script
+    assert f"generic-framework {service} &" in script
     return script
 
 
@@ -116,7 +117,11 @@ def _no_leftovers() -> Iterator[None]:
 
 
 def _start(
-    services: dict[str, Any], tmp_path: Path, mode: str, env: dict[str, str]
+    services: dict[str, Any],
+    tmp_path: Path,
+    mode: str,
+    env: dict[str, str],
+    service: str = "telegram",
 ) -> tuple[subprocess.Popen[str], Path]:
     out = tmp_path / "ran.txt"
     base = {
@@ -127,7 +132,7 @@ def _start(
         "FAKE_OUT": str(out),
     }
     proc = subprocess.Popen(
-        ["sh", "-c", _script(services)],
+        ["sh", "-c", _script(services, service)],
         env={**base, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -192,6 +197,7 @@ def test_a_crash_exits_for_the_restart_policy(services: dict[str, Any], tmp_path
     ("mode", "env", "says"),
     [
         ("run", {"OPENAI_API_KEY": "real"}, "error: TELEGRAM_BOT_TOKEN is not set"),
+        ("run", {"OPENAI_API_KEY": "real"}, "error: DISCORD_BOT_TOKEN is not set"),
         ("run", {"TELEGRAM_BOT_TOKEN": TOKEN}, "start the mock with: docker compose --profile"),
         ("exit-2", {"TELEGRAM_BOT_TOKEN": TOKEN, "OPENAI_API_KEY": "real"}, ""),
         (
@@ -200,14 +206,15 @@ def test_a_crash_exits_for_the_restart_policy(services: dict[str, Any], tmp_path
             "docker compose --profile scale --profile telegram up -d",
         ),
     ],
-    ids=["no-token", "no-key-no-mock", "command-refused", "database-not-up"],
+    ids=["no-token", "discord-no-token", "no-key-no-mock", "command-refused", "database-not-up"],
 )
 def test_a_configuration_error_waits_to_be_stopped_instead_of_restarting(
     services: dict[str, Any], tmp_path: Path, mode: str, env: dict[str, str], says: str
 ) -> None:
     # Exit 2 (a setting, or another process polling the same bot) would fail again at once,
     # and a restarted poller would cut the other one off each time: the container waits.
-    proc, out = _start(services, tmp_path, mode, env)
+    service = "discord" if "DISCORD" in says else "telegram"
+    proc, out = _start(services, tmp_path, mode, env, service)
     err = Lines(proc.stderr)
     try:
         err.wait("configuration error: not exiting until stopped")
@@ -258,3 +265,20 @@ def test_the_readme_walks_from_botfather_to_a_running_bot() -> None:
                    "TELEGRAM_WEBHOOK_URL", "TELEGRAM_WEBHOOK_SECRET", "/telegram/webhook",
                    "generic_framework_telegram_updates_total"):  # fmt: skip
         assert needed in section, needed
+
+
+def test_the_discord_service_is_the_telegram_service_with_its_own_profile_and_command(
+    services: dict[str, Any], tmp_path: Path
+) -> None:
+    telegram, discord = services["telegram"], services["discord"]
+    assert discord["profiles"] == ["discord"]
+    for key in ("image", "env_file", "environment", "volumes", "read_only", "cap_drop"):
+        assert discord[key] == telegram[key], key
+    env = {"DISCORD_BOT_TOKEN": "a.b.c", "OPENAI_API_KEY": "real"}
+    proc, out = _start(services, tmp_path / "key", "run", env, "discord")
+    try:
+        assert _wait_for(out) == "discord\nhttps://api.z.ai/api/paas/v4 real\n"
+    finally:
+        _, stderr = _stop(proc)
+    assert proc.returncode == 0, stderr
+    assert out.read_text().endswith("stopped\n")
