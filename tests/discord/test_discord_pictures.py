@@ -2,7 +2,8 @@
 Z.AI and the fake Discord, which serves each attachment at its URL as Discord's CDN does.
 
 A JPEG or PNG attachment within ``BOT_MAX_IMAGE_BYTES`` is downloaded from its URL and the
-message's text is the question, through the same neutral path as a Telegram photo; another
+message's text is the question (the type read from the file name when Discord leaves
+``content_type`` out), through the same neutral path as a Telegram photo; another
 file, or a picture Discord says is over the limit, gets the same short reply before anything
 is downloaded and nothing goes upstream. The mock answers only a request carrying the expected
 picture (matched by the hash of its bytes), to a vision persona.
@@ -14,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from discord_payloads import BOT_ID, user
 from discord_processes import BotProcess, Process, bot_env, mock_process, mock_requests
 from fake_discord import FakeDiscord
 from test_bot_pictures import picture_fixtures, seer_personas
@@ -21,7 +23,7 @@ from test_discord_bot import answered
 
 pytestmark = pytest.mark.timeout(120)
 
-OWNER, DM = 1001, 5001
+OWNER, DM, GENERAL = 1001, 5001, 6001
 CHART = b"\x89PNG\r\n\x1a\n" + b"chart" * 10
 PHOTO = b"\xff\xd8\xff" + b"photo" * 300
 LIMIT = 5000  # BOT_MAX_IMAGE_BYTES here
@@ -42,6 +44,7 @@ def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
 
 @pytest.fixture
 def bot(tmp_path: Path, mock: Process, fake_discord: FakeDiscord) -> Iterator[BotProcess]:
+    fake_discord.add_channel(GENERAL, "general")
     personas = seer_personas(tmp_path)
     env = bot_env(
         tmp_path,
@@ -60,8 +63,9 @@ def bot(tmp_path: Path, mock: Process, fake_discord: FakeDiscord) -> Iterator[Bo
     [
         ("chart.png", CHART, "image/png", QUESTION, "Sales went up"),
         ("plate.jpg", PHOTO, "image/jpeg", PHOTO_QUESTION, "Pancakes with syrup"),
+        ("plate.jpeg", PHOTO, None, PHOTO_QUESTION, "Pancakes with syrup"),
     ],
-    ids=["png", "jpeg"],
+    ids=["png", "jpeg", "jpeg-without-content-type"],
 )
 def test_a_dm_with_a_picture_is_answered_with_its_text(
     fake_discord: FakeDiscord,
@@ -69,7 +73,7 @@ def test_a_dm_with_a_picture_is_answered_with_its_text(
     mock: Process,
     filename: str,
     picture: bytes,
-    mime: str,
+    mime: str | None,
     question: str,
     answer: str,
 ) -> None:
@@ -80,6 +84,18 @@ def test_a_dm_with_a_picture_is_answered_with_its_text(
     answered(fake_discord, DM, answer)  # the mock answers only the request with this picture
     assert fake_discord.downloads == [filename]
     assert mock_requests(mock) == before + 1
+
+
+def test_a_picture_in_a_guild_channel_is_answered_with_the_mention_taken_out(
+    fake_discord: FakeDiscord, bot: BotProcess
+) -> None:
+    owner = fake_discord.person(OWNER, "owner")
+    file = fake_discord.attach(GENERAL, "chart.png", CHART, "image/png")
+    me = user(BOT_ID, "persona-bot", bot=True)
+    text = f"<@{BOT_ID}> {QUESTION}"
+    fake_discord.say(owner, GENERAL, text, guild=True, mentions=[me], attachments=[file])
+    answered(fake_discord, GENERAL, "Sales went up")
+    assert fake_discord.downloads == ["chart.png"]
 
 
 @pytest.mark.parametrize(
