@@ -56,6 +56,7 @@ def bot(tmp_path: Path, mock: Process, fake_discord: FakeDiscord) -> Iterator[Bo
     )
     with BotProcess(env, tmp_path / "bot.log", fake_discord) as running:
         yield running
+    assert fake_discord.token not in running.text()  # a failed download's error line too
 
 
 @pytest.mark.parametrize(
@@ -123,3 +124,18 @@ def test_another_file_or_a_picture_too_large_gets_a_short_reply(
     answered(fake_discord, DM, words)
     assert fake_discord.downloads == []  # refused by what Discord says, before a download
     assert mock_requests(mock) == before
+
+
+def test_an_attachment_gone_from_the_cdn_gets_an_apology_and_no_model_call(
+    fake_discord: FakeDiscord, bot: BotProcess, mock: Process
+) -> None:
+    before = mock_requests(mock)
+    owner = fake_discord.person(OWNER, "owner")
+    file = fake_discord.attach(DM, "chart.png", CHART, "image/png")
+    fake_discord.files.clear()  # its URL expired: the CDN answers 404
+    fake_discord.say(owner, DM, QUESTION, attachments=[file])
+    answered(fake_discord, DM, "something went wrong")
+    assert mock_requests(mock) == before
+    again = fake_discord.attach(DM, "chart.png", CHART, "image/png")
+    fake_discord.say(owner, DM, QUESTION, attachments=[again])  # the bot still answers
+    answered(fake_discord, DM, "Sales went up")
