@@ -14,6 +14,7 @@ __all__ = [
     "BOT_ID",
     "GUILD_ID",
     "application",
+    "attachment",
     "channel",
     "guild",
     "interaction",
@@ -153,6 +154,7 @@ def message(
     guild_id: int | None = None,
     mentions: list[dict[str, Any]] | None = None,
     referenced: dict[str, Any] | None = None,
+    attachments: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """A message object (``MESSAGE_CREATE``'s, or a REST answer's)."""
     data: dict[str, Any] = {
@@ -166,7 +168,7 @@ def message(
         "mention_everyone": False,
         "mentions": mentions or [],
         "mention_roles": [],
-        "attachments": [],
+        "attachments": attachments or [],
         "embeds": [],
         "pinned": False,
         "type": 19 if referenced else 0,
@@ -183,6 +185,22 @@ def message(
             **({"guild_id": str(guild_id)} if guild_id else {}),
         }
         data["referenced_message"] = referenced
+    return data
+
+
+def attachment(
+    ident: int, filename: str, content_type: str | None, size: int, url: str
+) -> dict[str, Any]:
+    """An attachment object: its file is served at ``url`` (Discord's CDN)."""
+    data: dict[str, Any] = {
+        "id": str(ident),
+        "filename": filename,
+        "size": size,
+        "url": url,
+        "proxy_url": url,
+    }
+    if content_type is not None:
+        data["content_type"] = content_type
     return data
 
 

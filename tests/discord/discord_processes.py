@@ -12,7 +12,14 @@ for _folder in ("service", "telegram", "."):
     if str(TESTS / _folder) not in sys.path:
         sys.path.append(str(TESTS / _folder))
 
-from bot_processes import BUNDLED, PERSONAS, Process, base_env, mock_process  # noqa: E402
+from bot_processes import (  # noqa: E402
+    BUNDLED,
+    PERSONAS,
+    Process,
+    base_env,
+    mock_process,
+    mock_requests,
+)
 from bot_processes import BotProcess as TelegramBotProcess  # noqa: E402
 from fake_discord import FakeDiscord  # noqa: E402
 
@@ -24,6 +31,7 @@ __all__ = [
     "Process",
     "bot_env",
     "mock_process",
+    "mock_requests",
 ]
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -11,7 +11,9 @@ zlib-stream compression when the client asks for it, and :meth:`FakeDiscord.reco
 missed, then ``RESUMED``.
 
 A test sends DMs and guild messages (:meth:`FakeDiscord.say`), runs slash commands
-(:meth:`FakeDiscord.command`), scripts 429s (:meth:`FakeDiscord.fail`), and reads every REST
+(:meth:`FakeDiscord.command`), attaches files (:meth:`FakeDiscord.attach`: served at the
+attachment's ``url`` as Discord's CDN does, each download kept in
+:attr:`FakeDiscord.downloads`), scripts 429s (:meth:`FakeDiscord.fail`), and reads every REST
 call and each channel's messages as they stand after edits (:meth:`FakeDiscord.transcript`).
 What Discord refuses is refused: a message over 2,000 characters (400, code 50035), a bad
 token (401). The token never reaches a log: uvicorn's access log is off.
@@ -79,6 +81,8 @@ class FakeDiscord:
         self.channels: dict[int, list[dict[str, Any]]] = {}
         self.guild_channels: list[dict[str, Any]] = []
         self.members: list[dict[str, Any]] = []
+        self.files: dict[str, bytes] = {}  # an attachment's path under /attachments: its bytes
+        self.downloads: list[str] = []  # the attachments' file names, as they were downloaded
         self._ids = p.snowflakes()
         self._faults: dict[str, list[float]] = {}
         self._session: _Session | None = None
@@ -95,6 +99,7 @@ class FakeDiscord:
         app = Starlette(
             routes=[
                 WebSocketRoute("/gateway", self._gateway),
+                Route("/attachments/{path:path}", self._download, methods=["GET"]),
                 Route("/api/v10/{path:path}", self._rest, methods=["GET", "POST", "PUT", "PATCH"]),
             ]
         )
@@ -148,9 +153,11 @@ class FakeDiscord:
         guild: bool = False,
         mentions: list[dict[str, Any]] | None = None,
         reply_to: dict[str, Any] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        """``author`` writes ``content`` in a DM channel or a guild channel: the message is
-        kept and dispatched (``MESSAGE_CREATE``)."""
+        """``author`` writes ``content`` in a DM channel or a guild channel, with
+        ``attachments`` (:meth:`attach`'s): the message is kept and dispatched
+        (``MESSAGE_CREATE``)."""
         data = p.message(
             next(self._ids),
             channel_id,
@@ -159,11 +166,30 @@ class FakeDiscord:
             guild_id=p.GUILD_ID if guild else None,
             mentions=mentions,
             referenced=reply_to,
+            attachments=attachments,
         )
         with self._cond:
             self.channels.setdefault(channel_id, []).append(data)
         self.dispatch("MESSAGE_CREATE", data)
         return data
+
+    def attach(
+        self,
+        channel_id: int,
+        filename: str,
+        data: bytes,
+        content_type: str | None,
+        *,
+        size: int | None = None,
+    ) -> dict[str, Any]:
+        """An attachment for :meth:`say`: ``data`` served at its ``url``; ``size`` is what
+        Discord says of it (``len(data)`` unless told)."""
+        ident = next(self._ids)
+        path = f"{channel_id}/{ident}/{filename}"
+        with self._cond:
+            self.files[path] = data
+        url = self.api_url.replace("/api/v10", f"/attachments/{path}")
+        return p.attachment(ident, filename, content_type, len(data) if size is None else size, url)
 
     def command(
         self,
@@ -336,6 +362,18 @@ class FakeDiscord:
         return session
 
     # -- REST --------------------------------------------------------------------------------
+
+    async def _download(self, request: Request) -> Response:
+        """An attachment's bytes, as Discord's CDN serves them (no token asked)."""
+        path = request.path_params["path"]
+        with self._cond:
+            data = self.files.get(path)
+            if data is not None:
+                self.downloads.append(path.rsplit("/", 1)[-1])
+            self._cond.notify_all()
+        if data is None:
+            return Response("Not Found", status_code=404)
+        return Response(data, media_type="application/octet-stream")
 
     async def _rest(self, request: Request) -> Response:
         at = time.monotonic()

@@ -71,35 +71,48 @@ def exchange(picture: bytes, question: str, answer: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
-    tmp = tmp_path_factory.mktemp("mock")
+def picture_fixtures(tmp: Path, platform: str, cases: list[tuple[str, bytes, str, str]]) -> Path:
+    """A folder of mock fixtures: per ``(name, picture, question, answer)`` the seer's answer
+    to the question with that picture."""
     folder = tmp / "fixtures"
     folder.mkdir()
-    for name, picture, question, answer in (
-        ("photo", MIDDLE, CAPTION, "Soup of the day and bread."),
-        ("document", SMALL, DOCUMENT_QUESTION, "Sales went up."),
-    ):
+    for name, picture, question, answer in cases:
         fixture = {
             "version": 1,
-            "name": f"telegram_{name}",
+            "name": f"{platform}_{name}",
             "persona": "seer",
             "user_input": question,
             "exchanges": [exchange(picture, question, answer)],
         }
         (folder / f"{name}.json").write_text(json.dumps(fixture), encoding="utf-8")
-    with mock_process(tmp, fixtures=[folder]) as server:
-        yield server
+    return folder
 
 
-@pytest.fixture
-def bot(tmp_path: Path, mock: Process, fake_bot_api: FakeBotAPI) -> Iterator[BotProcess]:
-    personas = tmp_path / "personas"
+def seer_personas(tmp: Path) -> Path:
+    """A personas folder holding the seer, a vision persona without web search."""
+    personas = tmp / "personas"
     personas.mkdir()
     (personas / "seer.toml").write_text(
         f'system_prompt = "{PROMPT}"\nmodel = "glm-4.6v"\n\n[web_search]\nmode = "off"\n',
         encoding="utf-8",
     )
+    return personas
+
+
+@pytest.fixture(scope="module")
+def mock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
+    tmp = tmp_path_factory.mktemp("mock")
+    cases = [
+        ("photo", MIDDLE, CAPTION, "Soup of the day and bread."),
+        ("document", SMALL, DOCUMENT_QUESTION, "Sales went up."),
+    ]
+    with mock_process(tmp, fixtures=[picture_fixtures(tmp, "telegram", cases)]) as server:
+        yield server
+
+
+@pytest.fixture
+def bot(tmp_path: Path, mock: Process, fake_bot_api: FakeBotAPI) -> Iterator[BotProcess]:
+    personas = seer_personas(tmp_path)
     env = bot_env(
         tmp_path, mock, fake_bot_api, PERSONAS_DIR=str(personas), BOT_MAX_IMAGE_BYTES=str(LIMIT)
     )

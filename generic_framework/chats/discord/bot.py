@@ -18,6 +18,7 @@ the gateway closes with 4014 and the command says so).
 from __future__ import annotations
 
 import logging
+import mimetypes
 import re
 
 import discord
@@ -142,10 +143,7 @@ class DiscordBot(discord.Client):
             group=message.guild.id if message.guild else None,
             mentions=tuple(user.id for user in message.mentions),
             reply_to=reference.message_id if reference else None,
-            attachments=tuple(
-                Attachment(str(a.id), a.content_type, a.size, a.filename, a.read)
-                for a in message.attachments
-            ),
+            attachments=tuple(_attachment(a) for a in message.attachments),
             message_id=message.id,
         )
 
@@ -190,6 +188,13 @@ class DiscordBot(discord.Client):
         )
         surface = DiscordSurface(channel, chat, interaction)
         self._submit(incoming, surface, f"interaction {interaction.id}")
+
+
+def _attachment(item: discord.Attachment) -> Attachment:
+    """A Discord attachment as the neutral layer's, downloaded from its CDN URL; its type from
+    its file name when Discord leaves ``content_type`` out (it may: the field is optional)."""
+    mime = item.content_type or mimetypes.guess_type(item.filename)[0]
+    return Attachment(str(item.id), mime, item.size, item.filename, item.read)
 
 
 def _addressed(message: discord.Message, me: int) -> bool:
