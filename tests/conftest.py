@@ -18,7 +18,7 @@ from mcp_servers.leftovers import mcp_children
 from generic_framework.wire import retry
 
 # A host and every subdomain of it. Telegram: a wrong TELEGRAM_API_URL (or none) in a test would
-# send the bot's token and its chats to the real Bot API.
+# send the bot's token and its chats to the real Bot API (Discord's DISCORD_API_URL likewise).
 _FORBIDDEN_HOSTS = (
     "api.z.ai",
     "z.ai",
@@ -26,6 +26,9 @@ _FORBIDDEN_HOSTS = (
     "bigmodel.cn",
     "api.telegram.org",
     "telegram.org",
+    "discord.com",
+    "discord.gg",
+    "discordapp.com",
 )
 
 

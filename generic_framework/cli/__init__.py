@@ -1,5 +1,5 @@
-"""The ``generic-framework`` command line: chat, personas, serve, telegram, mock, record, replay,
-db, usage, users, keys, memories.
+"""The ``generic-framework`` command line: chat, personas, serve, telegram, discord, mock,
+record, replay, db, usage, users, keys, memories.
 
 Exit codes: 0 success; 1 an upstream or runtime error (one line on stderr says what to do);
 2 a usage or configuration error. This module only declares the commands; each one imports its
@@ -17,6 +17,7 @@ fast. The modules, none of which imports this one:
   :mod:`~generic_framework.cli.db_backup`: ``db backup`` and ``db restore``.
 - :mod:`~generic_framework.cli.usage`: ``usage``, from the stored turn records.
 - :mod:`~generic_framework.cli.telegram`: ``telegram``, the Telegram bot.
+- :mod:`~generic_framework.cli.discord`: ``discord``, the Discord bot.
 - :mod:`~generic_framework.cli.accounts`: the ``users`` and ``keys`` groups' declarations
   (:mod:`~generic_framework.cli.users` runs them); :mod:`~generic_framework.cli.memory_commands`:
   the ``memories`` group's (:mod:`~generic_framework.cli.memories` runs them).
@@ -234,6 +235,22 @@ def telegram(
     from generic_framework.cli.telegram import run_telegram
 
     raise typer.Exit(run_telegram(mock))
+
+
+@app.command(epilog=_EPILOG)
+def discord(
+    mock: Annotated[
+        bool, typer.Option("--mock", help="Answer from the embedded mock even with a key.")
+    ] = False,
+) -> None:
+    """Run the personas as a Discord bot (the gateway; DISCORD_BOT_TOKEN).
+
+    Only the users in DISCORD_ALLOWED_USERS (or guilds and channels in DISCORD_ALLOWED_GUILDS,
+    DISCORD_ALLOWED_CHANNELS) are answered; the bot needs the Message Content intent.
+    """
+    from generic_framework.cli.discord import run_discord
+
+    raise typer.Exit(run_discord(mock))
 
 
 @app.command(epilog=_EPILOG)

@@ -14,49 +14,31 @@ process serves its Prometheus metrics (the runtime's registry) on ``BOT_HOST`` a
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 
 from telegram.error import InvalidToken, TelegramError
 
 from generic_framework.chats.telegram.bot import TelegramBot
 from generic_framework.chats.telegram.polling import STOPPED, poll
 from generic_framework.chats.telegram.settings import TelegramSettings
+from generic_framework.cli.chat_bots import metrics_served, run_bot
 from generic_framework.cli.common import (
     EXIT_ERROR,
     EXIT_OK,
     EXIT_USAGE,
     err,
     open_runtime,
-    persona_specs,
-    run_command,
 )
-from generic_framework.cli.offline import offline_notice, upstream
 from generic_framework.config import Settings
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.redaction import redact
-from generic_framework.runtime import Runtime
-from generic_framework.telemetry.logs import configure_logging
 
 __all__ = ["run_telegram"]
 
 
 def run_telegram(mock: bool = False) -> int:
     """The ``telegram`` command (``mock``: answer from the embedded mock even with a key)."""
-
-    def action(settings: Settings) -> int:
-        telegram = TelegramSettings()
-        telegram.register_secrets()
-        telegram.token  # noqa: B018  # a missing token is a configuration error, said now
-        specs = persona_specs(settings, None)
-        configure_logging(settings.log_level, settings.log_format)
-        with upstream(settings, mock) as (active, offline):
-            if offline:
-                err(offline_notice(mock))
-            return asyncio.run(_serve(active, telegram, specs, offline))
-
-    return run_command(action)
+    return run_bot(TelegramSettings, _serve, mock)
 
 
 async def _serve(
@@ -69,7 +51,7 @@ async def _serve(
         await runtime.store.open()
         bot = TelegramBot(runtime, telegram, polling=True, offline=offline)
         try:
-            with _metrics_served(runtime, settings.bot_host, telegram.telegram_metrics_port):
+            with metrics_served(runtime, settings.bot_host, telegram.telegram_metrics_port):
                 outcome = await poll(bot)
         except InvalidToken:
             err("error: Telegram refused TELEGRAM_BOT_TOKEN: check it with @BotFather")
@@ -85,24 +67,3 @@ async def _serve(
         err(f"error: {outcome}")
         return EXIT_USAGE
     return EXIT_OK
-
-
-@contextmanager
-def _metrics_served(runtime: Runtime, host: str, port: int) -> Iterator[None]:
-    """The runtime's metrics at ``http://host:port/metrics`` while the bot polls (port 0: none).
-
-    prometheus-client's own threaded server: the polling process has no HTTP server to add a
-    route to, and scrapes must not wait on the event loop of the turns.
-    """
-    if not port:
-        yield
-        return
-    from prometheus_client import start_http_server
-
-    server, thread = start_http_server(port, host, registry=runtime.telemetry.metrics.registry)
-    try:
-        yield
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)

@@ -12,8 +12,9 @@ import pytest
 from generic_framework.chats.access import Access, Names, stranger_text
 from generic_framework.chats.answering import TEXT_ONLY, Answerer
 from generic_framework.chats.commands import Command, CommandContext, default_commands
-from generic_framework.chats.markup import Run, code_points, render
+from generic_framework.chats.markup import Run, code_points
 from generic_framework.chats.message import Attachment, ChatRef, Incoming
+from generic_framework.chats.packing import render
 from generic_framework.chats.platforms import platforms, webhook_factories
 from generic_framework.config import Settings
 from generic_framework.core.reply import Citation

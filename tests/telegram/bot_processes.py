@@ -74,14 +74,20 @@ class BotProcess:
     """``python -m generic_framework telegram``: started, waited for (it asked the fake Bot API
     to delete any webhook, the last step before it polls), stopped with SIGTERM."""
 
+    command = "telegram"
+
     def __init__(self, env: dict[str, str], log: Path, fake: Any, args: tuple[str, ...] = ()):
         self.env, self.log, self.fake, self.args = env, log, fake, args
         self.proc: subprocess.Popen[bytes] | None = None
 
+    def ready(self) -> bool:
+        """True once the bot has started (a subclass for another platform says when)."""
+        return bool(self.fake.calls_to("deleteWebhook"))
+
     def start(self, timeout: float = 30.0) -> BotProcess:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "generic_framework", "telegram", *self.args],
+                [sys.executable, "-m", "generic_framework", self.command, *self.args],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=self.env,
@@ -89,7 +95,7 @@ class BotProcess:
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.fake.calls_to("deleteWebhook"):
+            if self.ready():
                 return self
             if self.proc.poll() is not None:
                 break

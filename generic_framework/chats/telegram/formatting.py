@@ -15,16 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from generic_framework.chats.markup import (
-    Run,
-    Tag,
-    Tags,
-    joined,
-    markdown_blocks,
-    render,
-    shared,
-    tail,
-)
+from generic_framework.chats.markup import Run, Tag, markdown_blocks
+from generic_framework.chats.packing import joined, render, spans, tail
 from generic_framework.core.reply import Citation
 
 __all__ = ["MESSAGE_LIMIT", "escape", "render_answer", "render_draft", "to_html"]
@@ -48,18 +40,7 @@ def _open(tag: Tag) -> str:
 
 def _html(runs: Sequence[Run]) -> str:
     """The runs as HTML: every tag opened here is closed here, all text escaped."""
-    out: list[str] = []
-    stack: Tags = ()
-    for run in runs:
-        if not run.text:
-            continue
-        keep = shared(stack, run.tags)
-        out.extend(f"</{tag.name}>" for tag in reversed(stack[keep:]))
-        out.extend(_open(tag) for tag in run.tags[keep:])
-        out.append(escape(run.text))
-        stack = run.tags
-    out.extend(f"</{tag.name}>" for tag in reversed(stack))
-    return "".join(out)
+    return spans(runs, _open, lambda tag: f"</{tag.name}>", lambda run: escape(run.text))
 
 
 def to_html(markdown: str) -> str:

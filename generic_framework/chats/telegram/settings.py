@@ -22,19 +22,16 @@ empty variable counts as unset, an invalid value is a :class:`ConfigError` namin
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, field_validator
 
 from generic_framework.chats.access import ANYONE, parse_ids
-from generic_framework.environment import environment_values
+from generic_framework.chats.settings import PlatformSettings
 from generic_framework.errors import ConfigError
-from generic_framework.limits import BaseURL, wording
-from generic_framework.redaction import redact, register_secret
+from generic_framework.limits import BaseURL
 
 __all__ = ["ANYONE", "DEFAULT_API_URL", "WEBHOOK_PATH", "TelegramSettings", "parse_ids"]
 
@@ -44,13 +41,12 @@ WEBHOOK_PATH = "/telegram/webhook"
 
 _TOKEN = re.compile(r"^[0-9]{1,20}:[A-Za-z0-9_-]{10,200}$")
 _SECRET = re.compile(r"^[A-Za-z0-9_-]{1,256}$")  # what setWebhook's secret_token allows
-_SECRET_FIELDS = frozenset({"telegram_bot_token", "telegram_webhook_secret"})
 
 
-class TelegramSettings(BaseModel):
+class TelegramSettings(PlatformSettings):
     """The ``TELEGRAM_*`` variables (see the module's docstring)."""
 
-    model_config = ConfigDict(extra="ignore", validate_default=True)
+    secret_fields = frozenset({"telegram_bot_token", "telegram_webhook_secret"})
 
     telegram_bot_token: SecretStr | None = None
     telegram_api_url: BaseURL = DEFAULT_API_URL
@@ -60,36 +56,6 @@ class TelegramSettings(BaseModel):
     telegram_webhook_secret: SecretStr | None = None
     telegram_edit_interval: float = Field(default=1.5, ge=0.1, le=60, allow_inf_nan=False)
     telegram_metrics_port: int = Field(default=0, ge=0, le=65535)
-
-    def __init__(self, **values: Any) -> None:
-        self._read(values, environment_values(type(self), os.environ))
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str]) -> TelegramSettings:
-        """Settings from ``environ`` (the rules of the environment's reading)."""
-        settings = cls.__new__(cls)
-        settings._read({}, environment_values(cls, environ))
-        return settings
-
-    def _read(self, values: dict[str, Any], environment: Mapping[str, Any]) -> None:
-        try:
-            super().__init__(**{**environment, **values})
-        except ValidationError as exc:
-            raise ConfigError(redact(_explain(exc))) from None
-
-    @classmethod
-    def defaults(cls, **values: Any) -> TelegramSettings:
-        """Settings from ``values`` and the defaults only (the environment is not read)."""
-        settings = cls.__new__(cls)
-        settings._read(values, {})
-        return settings
-
-    @field_validator("telegram_bot_token", "telegram_webhook_secret", mode="before")
-    @classmethod
-    def _strip_secret(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return value.strip() or None
-        return value
 
     @field_validator("telegram_bot_token")
     @classmethod
@@ -121,13 +87,6 @@ class TelegramSettings(BaseModel):
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise ValueError("must be an https:// address Telegram can reach")
         return value
-
-    def register_secrets(self) -> None:
-        """Have :func:`~generic_framework.redaction.redact` remove the token and the webhook
-        secret from any text (entry points call it once the settings are read)."""
-        for secret in (self.telegram_bot_token, self.telegram_webhook_secret):
-            if secret is not None:
-                register_secret(secret.get_secret_value())
 
     @property
     def token(self) -> str:
@@ -187,12 +146,3 @@ class TelegramSettings(BaseModel):
     def base_url(self) -> str:
         """What the Bot API calls are made under, without the token: ``{api}/bot``."""
         return self.telegram_api_url.rstrip("/") + "/bot"
-
-
-def _explain(exc: ValidationError) -> str:
-    lines = []
-    for err in exc.errors():
-        field = str(err["loc"][0]).lower() if err["loc"] else "settings"
-        got = "" if field in _SECRET_FIELDS else f" (got {err.get('input')!r})"
-        lines.append(f"{field.upper()} {wording(err)}{got}")
-    return "; ".join(lines)
