@@ -3,7 +3,7 @@ keeper persona (personas/examples/keeper.toml), the mock Z.AI and the fake Disco
 slash commands like the others (``/forget`` with an optional ``id``), and typed in a DM too. A
 fact the persona remembers in a DM is listed with the command that deletes it, deleted one by
 one or all at once, and never shown or erased in a guild channel, whose memory is the
-channel's own."""
+channel's own (what the persona remembers there is listed and erased there, by any member)."""
 
 from __future__ import annotations
 
@@ -93,8 +93,14 @@ def test_memory_lists_deletes_one_and_forget_erases_all(
     me = user(BOT_ID, "persona-bot", bot=True)
     fake.say(owner, GENERAL, f"<@{BOT_ID}> /forget {memory_id}", guild=True, mentions=[me])
     shown(fake, GENERAL, f"keeper keeps no fact {memory_id}")
+    # What the persona remembers in the channel is the channel's, listed and erased there.
+    fake.say(owner, GENERAL, f"<@{BOT_ID}> {REMEMBER}", guild=True, mentions=[me])
+    shown(fake, GENERAL, REMEMBERED)
+    fake.command("memory", member, GENERAL, guild=True)
+    group_listing = shown(fake, GENERAL, "keeps 1 fact(s) about this group")
+    assert memory_id not in group_listing and FACT in group_listing
     fake.command("forget", member, GENERAL, guild=True)
-    shown(fake, GENERAL, "keeper forgot 0 fact(s).")
+    shown(fake, GENERAL, "keeper forgot 1 fact(s).")
     fake.command("memory", owner, DM, guild=False)
     assert FACT in shown(fake, DM, FACT, times=2)
     # One by one, then all at once.
