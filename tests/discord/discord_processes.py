@@ -26,6 +26,7 @@ from fake_discord import FakeDiscord  # noqa: E402
 __all__ = [
     "BUNDLED",
     "FIXTURES",
+    "PERSONAS",
     "TELEGRAM_FIXTURES",
     "BotProcess",
     "Process",
