@@ -26,7 +26,7 @@ from generic_framework.service.account_schemas import (
 )
 from generic_framework.service.callers import caller_of, require_admin
 from generic_framework.service.errors import ServiceError
-from generic_framework.service.requests import parse_body
+from generic_framework.service.requests import known_params, parse_body
 from generic_framework.service.state import state_of
 from generic_framework.store.users import Limits, User, UserAdmin, check_user_name, expiry
 
@@ -37,25 +37,13 @@ def _json(model: BaseModel, status: int = 200) -> Response:
     return Response(model.model_dump_json(), status_code=status, media_type="application/json")
 
 
-def _only(request: Request, *known: str) -> None:
-    """Refuse a query parameter the endpoint does not know (400), as the conversation list does."""
-    unknown = sorted(set(request.query_params) - set(known))
-    if unknown:
-        names = ", ".join(known) or "none"
-        raise ServiceError(
-            400,
-            f"unknown query parameter {unknown[0][:40]!r} (known: {names})",
-            param=unknown[0][:40],
-        )
-
-
 def _left(limit: int | None, used: int) -> int | None:
     return max(0, limit - used) if limit else None
 
 
 async def me(request: Request) -> Response:
     """``GET /v1/me``."""
-    _only(request)
+    known_params(request)
     state = state_of(request)
     caller = caller_of(request)
     users = state.runtime.users
@@ -92,7 +80,7 @@ async def _user_named(users: UserAdmin, name: str) -> User:
 async def admin_users(request: Request) -> Response:
     """``GET /v1/admin/users`` (every user), ``POST`` (add one: 201, 409 when taken)."""
     require_admin(request)
-    _only(request)
+    known_params(request)
     users = state_of(request).runtime.users
     if request.method == "POST":
         body = await parse_body(request, UserCreateRequest)
@@ -108,7 +96,7 @@ async def admin_user(request: Request) -> Response:
     """``GET``, ``PATCH`` (role, limits) and ``DELETE`` (with their keys and conversations)
     ``/v1/admin/users/{name}``."""
     require_admin(request)
-    _only(request)
+    known_params(request)
     users = state_of(request).runtime.users
     user = await _user_named(users, str(request.path_params["name"]))
     if request.method == "DELETE":
@@ -140,7 +128,7 @@ async def admin_keys(request: Request) -> Response:
     """``GET /v1/admin/keys[?user=NAME]`` (records, never keys), ``POST`` (a new key, shown
     once: 201)."""
     require_admin(request)
-    _only(request, *(() if request.method == "POST" else ("user",)))
+    known_params(request, *(() if request.method == "POST" else ("user",)))
     users = state_of(request).runtime.users
     if request.method == "POST":
         body = await parse_body(request, KeyCreateRequest)
@@ -164,7 +152,7 @@ async def admin_key(request: Request) -> Response:
     """``DELETE /v1/admin/keys/{key_id}``: revoke it (204; 404 when there is no such key not
     revoked yet)."""
     require_admin(request)
-    _only(request)
+    known_params(request)
     users = state_of(request).runtime.users
     key_id = str(request.path_params["key_id"])
     if not await users.revoke_key(key_id):

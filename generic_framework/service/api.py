@@ -27,7 +27,12 @@ from generic_framework.service.mapping import (
     json_response,
     turn_body,
 )
-from generic_framework.service.requests import content_parts, parse_body, path_conversation_id
+from generic_framework.service.requests import (
+    content_parts,
+    known_params,
+    parse_body,
+    path_conversation_id,
+)
 from generic_framework.service.schemas import (
     ChatCompletionRequest,
     ConversationListOut,
@@ -186,19 +191,7 @@ async def post_message(request: Request) -> Response:
 
 
 def _limit(request: Request, default: int = 20) -> int:
-    unknown = sorted(set(request.query_params) - {"limit", "before", "user"})
-    if unknown:
-        raise ServiceError(
-            400,
-            f"unknown query parameter {unknown[0]!r} (known: limit, before, user)",
-            param=unknown[0],
-        )
-    params = request.query_params
-    repeated = sorted(k for k in set(params) if len(params.getlist(k)) > 1)
-    if repeated:
-        raise ServiceError(
-            400, f"query parameter {repeated[0]!r} given more than once", param=repeated[0]
-        )
+    known_params(request, "limit", "before", "user")
     raw = request.query_params.get("limit")
     if raw is None:
         return default

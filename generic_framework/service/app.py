@@ -58,7 +58,7 @@ from generic_framework.service.callers import Authenticator, CallerMiddleware, r
 from generic_framework.service.errors import EXCEPTION_HANDLERS
 from generic_framework.service.forwarded import ForwardedClientMiddleware
 from generic_framework.service.info import bot_info, mock_examples, recorded_examples
-from generic_framework.service.memories import add_memory, delete_memory, list_memories
+from generic_framework.service.memories import delete_memory, memories
 from generic_framework.service.middleware import (
     PROBE_PATHS,
     BodyLimitMiddleware,
@@ -214,8 +214,7 @@ def _routes() -> list[Route | Mount]:
         Route(
             "/v1/conversations/{conversation_id}/turns/last", delete_last_turn, methods=["DELETE"]
         ),
-        Route("/v1/memories", list_memories, methods=["GET"]),
-        Route("/v1/memories", add_memory, methods=["POST"]),
+        Route("/v1/memories", memories, methods=["GET", "POST"]),
         Route("/v1/memories/{memory_id}", delete_memory, methods=["DELETE"]),
         Route("/v1/me", me, methods=["GET"]),
         Route("/v1/admin/users", admin_users, methods=["GET", "POST"]),

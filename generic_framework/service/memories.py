@@ -25,7 +25,7 @@ from generic_framework.limits import PERSONA_NAME_PATTERN, check_persona_name
 from generic_framework.service.callers import acting_for, caller_of
 from generic_framework.service.errors import ServiceError, not_allowed
 from generic_framework.service.mapping import json_response
-from generic_framework.service.requests import parse_body
+from generic_framework.service.requests import known_params, parse_body
 from generic_framework.service.state import state_of
 from generic_framework.store.memories import FACT_CHARS, MEMORY_ID_PATTERN, Memory, check_memory_id
 from generic_framework.turns import allowed
@@ -37,6 +37,7 @@ __all__ = [
     "add_memory",
     "delete_memory",
     "list_memories",
+    "memories",
 ]
 
 
@@ -76,8 +77,17 @@ def _no_memory(memory_id: str) -> ServiceError:
     return ServiceError(404, f"no kept fact {memory_id[:40]!r}", code="memory_not_found")
 
 
+async def memories(request: Request) -> Response:
+    """``/v1/memories``: one route for ``GET`` and ``POST``, so a 405 there lists both in its
+    ``Allow`` header."""
+    if request.method == "POST":
+        return await add_memory(request)
+    return await list_memories(request)
+
+
 async def list_memories(request: Request) -> Response:
     """``GET /v1/memories[?persona=P][&user=NAME]``."""
+    known_params(request, "persona", "user")
     state = state_of(request)
     owner = await acting_for(request, state.runtime.users)
     persona = request.query_params.get("persona")
@@ -93,6 +103,7 @@ async def list_memories(request: Request) -> Response:
 async def add_memory(request: Request) -> Response:
     """``POST /v1/memories[?user=NAME]``: 201 with the fact kept (the one already kept when
     it is the same); 400 when it may not be kept or the memory is full."""
+    known_params(request, "user")
     state = state_of(request)
     owner = await acting_for(request, state.runtime.users)
     body = await parse_body(request, MemoryCreateRequest)
@@ -124,6 +135,7 @@ async def add_memory(request: Request) -> Response:
 async def delete_memory(request: Request) -> Response:
     """``DELETE /v1/memories/{memory_id}[?user=NAME]``: 204 when erased; 404 when the
     caller (or the user named) keeps no such fact."""
+    known_params(request, "user")
     state = state_of(request)
     owner = await acting_for(request, state.runtime.users)
     memory_id = str(request.path_params["memory_id"])

@@ -22,6 +22,7 @@ __all__ = [
     "checked_text",
     "content_text",
     "earlier_messages",
+    "known_params",
     "last_user_text",
     "parse_body",
     "path_conversation_id",
@@ -29,6 +30,24 @@ __all__ = [
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
+
+
+def known_params(request: Request, *known: str) -> None:
+    """Refuse (400) a query parameter the endpoint does not know, or one given twice."""
+    params = request.query_params
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        names = ", ".join(known) or "none"
+        raise ServiceError(
+            400,
+            f"unknown query parameter {unknown[0][:40]!r} (known: {names})",
+            param=unknown[0][:40],
+        )
+    repeated = sorted(k for k in set(params) if len(params.getlist(k)) > 1)
+    if repeated:
+        raise ServiceError(
+            400, f"query parameter {repeated[0]!r} given more than once", param=repeated[0]
+        )
 
 
 async def parse_body(request: Request, model: type[_M]) -> _M:

@@ -146,7 +146,7 @@ def test_the_service_starts_its_personas_servers_and_stops_them_on_shutdown(
             time.sleep(0.1)
         (child,) = children_of(bot.proc.pid)
         models = httpx.get(f"{bot.url}/v1/models").json()
-    assert [m["id"] for m in models["data"]] == ["notes"]
+    assert "notes" in [m["id"] for m in models["data"]]
     log = (tmp_path / "bot.log").read_text()
     assert "web search: WEB_SEARCH_MODE=auto -> mcp (a Coding Plan endpoint)" in log
     assert "MCP server 'notes' started (stdio, session 1): 8 tool(s)" in log
