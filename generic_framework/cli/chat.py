@@ -23,7 +23,7 @@ from generic_framework.cli.output import print_reply
 from generic_framework.config import Settings
 from generic_framework.core.reply import Reply
 from generic_framework.errors import GLMError
-from generic_framework.pictures import data_url, sniff_mime
+from generic_framework.pictures import file_url
 from generic_framework.runtime import Runtime
 from generic_framework.turns import Ask, OptionRefused
 
@@ -65,7 +65,7 @@ def run_chat(options: ChatOptions) -> int:
 def _one_shot(runtime: Runtime, message: str, options: ChatOptions, offline: bool) -> int:
     asked = runtime.persona(options.persona).spec.name
     try:
-        images = tuple(_picture_url(path) for path in options.images)
+        images = tuple(file_url(path) for path in options.images)
         reply = asyncio.run(_answer(runtime, message, options, images))
     except (OSError, OptionRefused) as exc:
         err(f"error: {exc}")
@@ -80,13 +80,6 @@ def _one_shot(runtime: Runtime, message: str, options: ChatOptions, offline: boo
     else:
         print_reply(reply, sys.stdout)
     return EXIT_OK
-
-
-def _picture_url(path: Path) -> str:
-    """``path``'s bytes as a ``data:`` URL of the type they say they are (the turn service
-    checks them: another type, or too large, is refused before anything is sent)."""
-    data = path.read_bytes()
-    return data_url(data, sniff_mime(data) or "application/octet-stream")
 
 
 async def _answer(

@@ -327,8 +327,10 @@ class Catalog:
 
         Inputs that end in a normal answer come first (web queries with sources, other web
         queries, plain messages), the failure demonstrations last. ``kind`` is ``example`` (a
-        question a person can ask), ``fault`` (a failure demonstration) or ``client`` (a turn
-        driven by an OpenAI client's own tools or output format, which a chat line cannot ask).
+        question a person can ask), ``fault`` (a failure demonstration), ``client`` (a turn
+        driven by an OpenAI client's own tools or output format, which a chat line cannot ask)
+        or ``picture`` (a question asked with the fixture's pictures, which typed alone it is
+        not).
         """
         seen: set[str] = set()
         result = []
@@ -355,7 +357,8 @@ class Catalog:
         ``None``: any), where ``WEB_SEARCH_MODE=auto`` searches as they were recorded.
 
         The failure demonstrations are left out unless ``faults`` (then they are all there is),
-        and so are the turns of an OpenAI client's own tools or output format.
+        and so are the turns of an OpenAI client's own tools or output format and the
+        questions asked with a picture.
         """
         wanted = "fault" if faults else "example"
         return [
@@ -447,6 +450,8 @@ def _likeness(expected: Any, actual: Any) -> int:
 def _example_kind(state: FixtureState) -> str:
     if state.fixture.client is not None:
         return "client"
+    if state.fixture.pictures:
+        return "picture"
     return "fault" if _example_rank(state)[0] == 3 else "example"
 
 

@@ -52,6 +52,8 @@ __all__ = [
 
 FORMAT_VERSION: Literal[1] = 1
 DEFAULT_PERSONA = "scout"
+PICTURE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*\.(png|jpe?g)$"
+"""A fixture's picture: a PNG or JPEG file name, no folder (it lies beside the fixture)."""
 
 
 class FixtureError(ConfigError):
@@ -266,6 +268,10 @@ class Fixture(_Strict):
     client: ClientTurn | None = Field(
         default=None, description="an OpenAI client's own tools or output format (0612)"
     )
+    pictures: list[Annotated[str, Field(pattern=PICTURE_NAME)]] = Field(
+        default_factory=list,
+        description="picture files the user sent with user_input, in order, beside the fixture",
+    )
     expected: Expected | None = None
     exchanges: list[Exchange] = Field(min_length=1)
 
@@ -285,6 +291,12 @@ class Fixture(_Strict):
                 return bool(body.get("stream"))
         return False
 
+    def picture_paths(self) -> list[Path]:
+        """The files of :attr:`pictures`: in the fixture file's folder, or in the bundled
+        fixtures' folder for a fixture built in memory."""
+        folder = self.source.parent if self.source else bundled_fixtures_dir()
+        return [folder / name for name in self.pictures]
+
     def to_json(self) -> str:
         """The fixture as indented JSON text, the way fixture files are written."""
         data = self.model_dump(mode="json", exclude_none=True)
@@ -295,6 +307,8 @@ class Fixture(_Strict):
                 # "times": null means every attempt; left out, it would read back as the default.
                 if fault.times is None and type(fault).model_fields["times"].default is not None:
                     fault_data["times"] = None
+        if not data["pictures"]:
+            del data["pictures"]
         for exchange in data["exchanges"]:
             for key in ("faults", "note"):
                 if not exchange[key]:

@@ -26,6 +26,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "Picture",
     "PictureRefused",
     "data_url",
+    "file_url",
     "picture_from_bytes",
     "read_picture",
     "read_pictures",
@@ -116,6 +118,17 @@ def sniff_mime(data: bytes) -> str | None:
 def data_url(data: bytes, mime: str) -> str:
     """``data`` as a ``data:<mime>;base64,...`` URL."""
     return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def file_url(path: Path) -> str:
+    """The bytes of the file at ``path`` as a ``data:`` URL of the type they say they are (the
+    turn service checks them: another type, or too large, is refused before anything is sent).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    data = path.read_bytes()
+    return data_url(data, sniff_mime(data) or "application/octet-stream")
 
 
 def picture_from_bytes(data: bytes, *, max_bytes: int, name: str = "the picture") -> Picture:

@@ -38,11 +38,12 @@ from generic_framework.errors import ConfigError, GLMError
 from generic_framework.memory.tools import MEMORY_TOOL_NAMES
 from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_fixtures
 from generic_framework.mock.server import MockServer
+from generic_framework.pictures import file_url
 from generic_framework.runtime import Runtime
 from generic_framework.tools import EXAMPLE_TOOLS, SEARCH_TOOL_NAME, FunctionTool, WebSearch
 from generic_framework.tools.reader import READ_TOOL_NAME
 from generic_framework.tools.web_search import WebSearchMode
-from generic_framework.turns import Ask
+from generic_framework.turns import Ask, OptionRefused
 from generic_framework.wire.messages import AssistantMessage, FunctionToolSpec, ToolMessage
 
 __all__ = [
@@ -228,11 +229,14 @@ async def _run_client(persona: Persona, fixture: Fixture) -> Reply:
     return reply
 
 
-async def _run(persona: Persona, fixture: Fixture, runtime: Runtime) -> Reply:
+async def _run(
+    persona: Persona, fixture: Fixture, runtime: Runtime, images: tuple[str, ...]
+) -> Reply:
     if fixture.client is not None:
         return await _run_client(persona, fixture)
-    # Through the turn service, as every edge runs a turn (a persona's memory is its part).
-    ask = Ask(persona, fixture.user_input, None)
+    # Through the turn service, as every edge runs a turn (a persona's memory is its part;
+    # the pictures are checked and, for a model that cannot see, described there).
+    ask = Ask(persona, fixture.user_input, None, images=images)
     turns = runtime.turns
     if not fixture.streams:
         return await turns.respond(ask)
@@ -243,6 +247,21 @@ async def _run(persona: Persona, fixture: Fixture, runtime: Runtime) -> Reply:
     if reply is None:
         raise RuntimeError("the stream ended without a reply")
     return reply
+
+
+def _picture_urls(fixture: Fixture) -> tuple[str, ...]:
+    """The fixture's pictures as the ``data:`` URLs an edge sends.
+
+    Raises:
+        ConfigError: a picture file cannot be read.
+    """
+    urls = []
+    for path in fixture.picture_paths():
+        try:
+            urls.append(file_url(path))
+        except OSError as exc:
+            raise ConfigError(f"cannot read the picture {path}: {exc.strerror}") from None
+    return tuple(urls)
 
 
 def _error_problems(fixture: Fixture, error: GLMError | None) -> list[str]:
@@ -298,16 +317,19 @@ async def _replayed(
 ) -> tuple[Reply | None, GLMError | None, str]:
     """Run the fixture's turn: its reply or the upstream error, and where the persona came
     from."""
+    images = _picture_urls(fixture)
     async with Runtime(config, environ=environ) as runtime:
         persona, source = persona_for(fixture, runtime)
         try:
             return (
-                await asyncio.wait_for(_run(persona, fixture, runtime), TURN_TIMEOUT),
+                await asyncio.wait_for(_run(persona, fixture, runtime, images), TURN_TIMEOUT),
                 None,
                 source,
             )
         except GLMError as exc:
             return None, exc, source
+        except OptionRefused as exc:  # a fixture's picture the turn service refuses
+            raise ConfigError(f"the fixture's turn was refused: {exc}") from None
 
 
 async def replay_fixture(

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from support import run_cli
 
-from generic_framework.mock import MockServer
-from generic_framework.mock.fixture import Fixture
+from generic_framework.mock import MockServer, load_fixtures
+from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir
 
 pytestmark = pytest.mark.e2e
 
@@ -90,3 +90,20 @@ def test_chat_refuses_a_file_that_is_not_a_picture(
     assert done.returncode == 2
     assert "application/octet-stream MIME type" in done.stderr
     assert report["requests"] == 0
+
+
+OFFLINE = "offline: no OPENAI_API_KEY set; answering from the embedded mock's recorded fixtures."
+
+
+def test_the_bundled_picture_is_answered_offline(env: dict[str, str]) -> None:
+    (demo,) = load_fixtures(bundled_fixtures_dir() / "picture_described.json")
+    (picture,) = demo.picture_paths()
+    assert demo.expected is not None and demo.expected.content
+    done = run_cli(["chat", "--image", str(picture), "what is in this picture?"], env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == demo.expected.content
+    assert done.stderr.strip() == OFFLINE
+    # The answer is the picture's: the question alone has no recorded answer.
+    alone = run_cli(["chat", "what is in this picture?"], env)
+    assert alone.returncode == 1
+    assert "no recorded answer" in alone.stderr

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from fixture_parts import (
+    CHAT,
     CLIENT_SEARCH_TOOL,
     CODING_CHAT,
     FUNCTION_TOOLS,
+    JSON_HEADERS,
     KEEPER_SYSTEM,
     MEMORY_TOOLS,
     READER_TOOL,
@@ -31,6 +33,8 @@ from fixture_parts import (
 from generic_framework.core.options import JsonSchemaFormat, schema_instruction
 from generic_framework.core.persona import CONTENT_FILTER_NOTICE
 from generic_framework.mock.fixture import ClientTurn, Fixture, bundled_fixtures_dir
+from generic_framework.pictures import data_url, read_pictures, user_content
+from generic_framework.pictures.vision import description_request
 
 # ------------------------------------------------------------------------------ scenarios
 
@@ -663,6 +667,55 @@ def keeper_recall() -> Fixture:
     )
 
 
+PICTURE_FILE = "sun_over_sea.png"
+VISION_MODEL = "glm-4.6v"
+PICTURE_DESCRIPTION = (
+    "A small square picture in flat colours: a pale blue sky over the top two thirds, a round "
+    "yellow sun in the middle of the sky, and a band of dark blue sea along the bottom. There "
+    "is no text in the picture."
+)
+
+
+def picture_described() -> Fixture:
+    """A question with a picture (sun_over_sea.png, bundled beside the fixtures) to a persona
+    whose model cannot see: the vision model describes the picture first, the persona's model
+    answers from the description (docs/design/0328). The picture is recorded by its hash."""
+    text = "what is in this picture?"
+    data = (bundled_fixtures_dir() / PICTURE_FILE).read_bytes()
+    (picture,) = read_pictures([data_url(data, "image/png")], max_count=1, max_bytes=len(data))
+    describing = description_request(VISION_MODEL, picture, text)
+    request = describing.model_dump(mode="json", exclude_none=True)
+    request["messages"][1]["content"][1]["image_url"]["url"] = f"sha256:{picture.sha256}"
+    seen = completion("picture_described-vision", PICTURE_DESCRIPTION, usage=(310, 48, 0))
+    seen["model"] = VISION_MODEL
+    talk = Conversation(text)
+    talk.exchanges.append(
+        {
+            "request": {"method": "POST", "path": CHAT, "body": request},
+            "response": {"status": 200, "headers": JSON_HEADERS, "body": seen},
+            "note": "the vision model describes the picture for a model that cannot see",
+        }
+    )
+    talk.messages[1]["content"] = user_content(text, [picture.described(PICTURE_DESCRIPTION)])
+    answer = (
+        "It is a simple picture of a yellow sun in a pale blue sky above a dark blue sea, "
+        "like a calm day at the coast."
+    )
+    talk.exchange(completion("picture_described-answer", answer, usage=(160, 30, 6)))
+    found = fixture(
+        "picture_described",
+        "A question with a picture to the default persona, whose model cannot see: the vision "
+        "model's description, then the answer from it.",
+        text,
+        talk,
+        content=answer,
+        stop_reason="completed",
+        rounds=1,
+        citations=[],
+    )
+    return found.model_copy(update={"pictures": [PICTURE_FILE]})
+
+
 def _error(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
@@ -973,6 +1026,7 @@ SCENARIOS: list[Callable[[], Fixture]] = [
     helper_hello,
     keeper_remember,
     keeper_recall,
+    picture_described,
     client_tool_weather,
     json_schema_weather,
 ]

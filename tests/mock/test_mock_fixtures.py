@@ -86,6 +86,8 @@ def test_fault_demos_and_client_turns_stay_out_of_the_question_lists() -> None:
     # a chat line cannot offer a client's own tool or output format
     assert "What is the weather in Nanaimo?" not in everyone
     assert "Describe the weather in Nanaimo." not in everyone
+    # nor the question asked with a bundled picture, which typed alone is not recorded
+    assert "what is in this picture?" not in everyone
     # the failure demonstrations stay reachable for those who look for them
     assert set(bundled_examples(persona=None, endpoint=None, faults=True)) == FAULT_DEMOS
     assert "// weather in Nanaimo today" in bundled_examples()

@@ -226,3 +226,25 @@ async def test_a_coding_endpoint_fixture_replays_on_the_coding_route() -> None:
     settings = Settings.defaults(personas_dir=REPO / "personas", web_search_mode="builtin")
     (result,) = await replay_fixtures([fixture], settings=settings)
     assert result.ok, result.problems
+
+
+async def test_a_question_with_a_picture_replays_with_it_and_fails_without() -> None:
+    with_picture = tampered("picture_described")
+    without = tampered("picture_described", pictures=[])
+    missing = tampered("picture_described", pictures=["missing.png"])
+    results = await replay_fixtures([with_picture, without, missing], settings=Settings.defaults())
+    assert [r.ok for r in results] == [True, False, False]
+    # Without its picture the question reaches the persona's model undescribed.
+    assert results[1].problems[0].startswith("a request had no recorded answer")
+    assert results[2].problems[0].startswith("cannot read the picture ")
+
+
+def test_a_fixture_finds_its_picture_beside_its_file(tmp_path: Path) -> None:
+    for name in ("picture_described.json", "sun_over_sea.png"):
+        (tmp_path / name).write_bytes((bundled_fixtures_dir() / name).read_bytes())
+    out = io.StringIO()
+    assert replay_main([tmp_path], out=out) == 0, out.getvalue()
+    (tmp_path / "sun_over_sea.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
+    out = io.StringIO()
+    assert replay_main([tmp_path], out=out) == 1
+    assert "no recorded answer" in out.getvalue()
