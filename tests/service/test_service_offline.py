@@ -12,6 +12,10 @@ import openai
 import pytest
 from service_processes import PERSONAS, Process, base_env
 
+from generic_framework.mock import load_fixtures
+from generic_framework.mock.fixture import bundled_fixtures_dir
+from generic_framework.pictures import file_url
+
 pytestmark = pytest.mark.e2e
 
 CAPITAL = "What is the capital of Canada?"
@@ -191,3 +195,31 @@ def test_the_offline_memory_demo_remembers_in_one_chat_and_recalls_in_the_next(
     assert [m["text"] for m in after["data"]] == ["The user's cat is called Miso."]
     assert recalled.startswith("Your cat is called Miso")
     assert gone.status_code == 204 and empty["data"] == []
+
+
+def test_the_bundled_picture_sent_as_the_page_sends_it_is_answered_offline(
+    tmp_path: Path,
+) -> None:
+    (demo,) = load_fixtures(bundled_fixtures_dir() / "picture_described.json")
+    (picture,) = demo.picture_paths()
+    assert demo.expected is not None
+    content = [
+        {"type": "text", "text": demo.user_input},
+        {"type": "image_url", "image_url": {"url": file_url(picture)}},
+    ]
+    with serve(tmp_path, "--mock") as bot:
+        info = httpx.get(f"{bot.url}/v1/bot").json()
+        # The page's request: the message's parts to a stored conversation, streamed.
+        answer = httpx.post(
+            f"{bot.url}/v1/conversations/picture/messages",
+            json={"persona": "scout", "content": content, "stream": True},
+            timeout=30,
+        )
+    assert answer.status_code == 200, answer.text
+    events = [
+        json.loads(line.removeprefix("data: "))
+        for line in answer.text.splitlines()
+        if line.startswith("data: {")
+    ]
+    assert events[-1]["reply"]["content"] == demo.expected.content
+    assert demo.user_input not in info["examples"]  # typed alone it has no recorded answer
