@@ -151,7 +151,8 @@ async def test_what_must_not_be_kept_is_refused(store: ConversationStore) -> Non
         "   ": "must not be empty",
         "x" * (FACT_CHARS + 1): f"at most {FACT_CHARS} characters",
         "two\nlines": "one line",
-        "my key is 0123456789abcdef0123456789abcdef.ABCDEFGHijklmnop": "key, a token",
+        # A Z.AI-shaped key (32 hex, a dot, 16 letters), built here so no key-shaped text is kept.
+        "my key is " + "0123456789abcdef" * 2 + "." + "ABCDEFGHijklmnop": "key, a token",
         "api_key=supersecretvalue": "key, a token",
         "use sk-abcdefghijkl for it": "key, a token",
         "Authorization: Bearer abcdefghijklmnop": "key, a token",
