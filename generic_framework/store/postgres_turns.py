@@ -5,7 +5,7 @@ holding the conversation's advisory lock (:mod:`~.postgres_locks`) while a turn 
 pooled one for ``append_turn`` without a hold and for ``restore``. They are apart from the store
 because they are the hot path of every stored turn and its SQL, measured statement by statement
 (docs/TRIED.md): a new turn is one statement (the conversation's counter raised, the turn's row
-and its messages unnested from two arrays sent in binary), and on the holding session the same
+and its messages taken from two JSON arrays), and on the holding session the same
 statement hands the conversation's lock to its own transaction, so another replica gets the
 conversation only once the turn is committed.
 """
