@@ -43,7 +43,7 @@ from generic_framework.store.postgres_errors import (
     translated,
     unavailable,
 )
-from generic_framework.store.postgres_schema import advisory_key
+from generic_framework.store.postgres_schema import advisory_key, not_initialised
 
 __all__ = [
     "FIRST_WAIT",
@@ -334,9 +334,12 @@ class PostgresLocks:
             except psycopg.OperationalError as exc:
                 raise unavailable(exc, self.where) from exc
             try:
-                # The read sent with a lock's try shares its implicit transaction: it must take
-                # its own snapshot (after the lock), whatever the database's default level.
-                await conn.execute(self._setup, prepare=False)
+                await conn.execute(self._setup, prepare=False)  # see _SETUP
+            except psycopg.errors.UndefinedTable as exc:
+                # The statements prepared on tables that are gone: PostgreSQL came back on
+                # an empty volume (docs/design/0325).
+                await conn.close()
+                raise not_initialised() from exc
             except psycopg.Error as exc:
                 await conn.close()
                 raise unavailable(exc, self.where) from exc
