@@ -27,7 +27,7 @@ from generic_framework.wire.messages import (
 
 def settings_for(base_url: str, options: dict[str, Any]) -> Settings:
     """Settings pointing at the benchmark server; pool options come from ``options``."""
-    settable = ("llm_", "data_dir", "history_turns", "database_url")
+    settable = ("llm_", "data_dir", "history_turns", "database_url", "database_pool_timeout")
     extra = {k: v for k, v in options.items() if k.startswith(settable)}
     return Settings.defaults(api_key=job.API_KEY, base_url=base_url, llm_model=job.MODEL, **extra)
 

@@ -151,7 +151,13 @@ class PostgresStore(PostgresUsers, PostgresChats, PostgresMemories):
         self._opening = asyncio.Lock()
         self._closed = False
         self._next_purge = 0.0  # time.monotonic() of the next purge of expired keys
-        self._locks = PostgresLocks(url, where=self.where, ready=self.open, wait=pool_timeout)
+        self._locks = PostgresLocks(
+            url,
+            where=self.where,
+            ready=self.open,
+            wait=pool_timeout,
+            prepare=postgres_turns.PREPARE,
+        )
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r}, pool_size={self.pool_size})"
@@ -219,11 +225,7 @@ class PostgresStore(PostgresUsers, PostgresChats, PostgresMemories):
         with no transaction open and no pooled connection taken meanwhile; the last
         ``history`` turns are read in the same round trip as the lock."""
         check_conversation_key(conversation_id)
-        read = (
-            (postgres_turns.LOAD_HISTORY, (conversation_id, conversation_id, history))
-            if history > 0
-            else None
-        )
+        read = (postgres_turns.HISTORY, (conversation_id, history)) if history > 0 else None
         async with self._locks.hold(conversation_id, read) as hold:
             yield _Held(self._locks, hold, conversation_id, history)
 

@@ -43,9 +43,17 @@ from generic_framework.store.postgres_errors import (
     translated,
     unavailable,
 )
-from generic_framework.store.postgres_schema import advisory_key
+from generic_framework.store.postgres_schema import advisory_key, not_initialised
 
-__all__ = ["FIRST_WAIT", "MOST_WAIT", "Hold", "PostgresLocks", "Read", "conversation_key"]
+__all__ = [
+    "FIRST_WAIT",
+    "MOST_WAIT",
+    "Hold",
+    "PostgresLocks",
+    "Read",
+    "conversation_key",
+    "execute_text",
+]
 
 _T = TypeVar("_T")
 
@@ -54,9 +62,15 @@ FIRST_WAIT = 0.01
 MOST_WAIT = 0.2
 """The longest wait between two tries (the backoff doubles up to it)."""
 
-_TRY = "SELECT pg_try_advisory_lock(%s)"
 UNLOCK = "SELECT pg_advisory_unlock(%s)"
-_READ_COMMITTED = "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED"
+# What every new connection is given in one query: the read sent with a lock's try shares its
+# implicit transaction, so it must take its own snapshot (after the lock) whatever the
+# database's default level; and the try, prepared in the session, so that a try with its read
+# is one simple query of two EXECUTEs (see PostgresLocks._try).
+_SETUP = (
+    "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED;"
+    " PREPARE gf_try (bigint) AS SELECT pg_try_advisory_lock($1)"
+)
 
 
 def conversation_key(conversation_id: str) -> int:
@@ -64,8 +78,20 @@ def conversation_key(conversation_id: str) -> int:
     return advisory_key("conversation", conversation_id)
 
 
-Read = tuple[str, tuple[Any, ...]]
-"""A statement and its parameters, sent with the lock's try (see :meth:`PostgresLocks.hold`)."""
+Read = tuple[str, tuple[str | int, ...]]
+"""A statement prepared on the connection (named in the ``prepare`` text the locks were given)
+and its arguments, sent with the lock's try (see :meth:`PostgresLocks.hold`)."""
+
+
+def execute_text(conn: Any, name: str, args: tuple[str | int, ...]) -> bytes:
+    """``EXECUTE name(args)`` with the arguments bound here: integers as digits, text quoted
+    and escaped by libpq for the connection's encoding."""
+    import psycopg
+
+    escape = psycopg.pq.Escaping(conn.pgconn).escape_literal
+    encoding = conn.info.encoding
+    bound = [b"%d" % arg if isinstance(arg, int) else escape(arg.encode(encoding)) for arg in args]
+    return b"EXECUTE %s(%s)" % (name.encode(), b", ".join(bound))
 
 
 class _Queue:
@@ -110,17 +136,31 @@ class PostgresLocks:
         ready: awaited before the first connection (the store's migrations).
         wait: the bound of each wait on the server (:mod:`~.postgres_bounds`): a statement,
             waiting for the connection included, fails after ``2 * wait``.
+        prepare: ``PREPARE`` statements run on every new connection (the reads a hold may
+            send with its try).
     """
 
     def __init__(
-        self, url: str, *, where: str, ready: Callable[[], Awaitable[None]], wait: float
+        self,
+        url: str,
+        *,
+        where: str,
+        ready: Callable[[], Awaitable[None]],
+        wait: float,
+        prepare: str = "",
     ) -> None:
         self._url = url
+        self._setup = f"{_SETUP}; {prepare}" if prepare else _SETUP
         self.where = where
         self._ready = ready
         self._wait = wait
         self._local = _Queue()
         self._conn: Any = None
+        # Two cursors of the connection, kept while it lives: one for the tries, one for the
+        # turns' statements. A cursor running the same statement text again reuses psycopg's
+        # adaptation of its parameters (a new cursor starts it again each time).
+        self._tries: Any = None
+        self._cursor: Any = None
         self._generation = 0
         self._io = asyncio.Lock()
         self._unlocking: set[asyncio.Future[None]] = set()  # unlocks left to the background
@@ -134,6 +174,9 @@ class PostgresLocks:
         ``read`` is sent in the same round trip as the try that gets the lock, as a statement
         of its own after it: its snapshot is taken once the lock is held (one statement doing
         both would read from a snapshot taken before), and its rows are :attr:`Hold.rows`.
+        The two go as one simple query of two ``EXECUTE``s of statements prepared in the
+        session, not as a pipeline: psycopg's pipeline costs the client about as much CPU as
+        a second round trip (docs/TRIED.md).
         """
         key = conversation_key(conversation_id)
         async with self._local.hold(conversation_id):
@@ -177,15 +220,18 @@ class PostgresLocks:
 
     async def _try(self, key: int, read: Read | None) -> Hold | None:
         async def attempt(conn: Any) -> Hold | None:
-            if read is None:
-                cursor = await conn.execute(_TRY, (key,))
-                (got,) = await cursor.fetchone()
-                return Hold(key, self._generation) if got else None
-            async with conn.pipeline():
-                cursor = await conn.execute(_TRY, (key,))
-                rows = await conn.execute(*read)
+            query = b"EXECUTE gf_try(%d)" % key
+            if read is not None:
+                query += b"; " + execute_text(conn, *read)
+            cursor = await self._tries.execute(query, prepare=False)
             (got,) = await cursor.fetchone()
-            return Hold(key, self._generation, await rows.fetchall()) if got else None
+            if not got:
+                return None
+            rows = None
+            if read is not None:
+                cursor.nextset()
+                rows = await cursor.fetchall()
+            return Hold(key, self._generation, rows)
 
         async with bounded(self._wait, self.where), self._io:
             return await self._on_connection(attempt)
@@ -198,7 +244,8 @@ class PostgresLocks:
             asyncio.ensure_future(self.release(held))  # noqa: RUF006 - shielded
 
     async def run(self, held: Hold, operation: Callable[[Any], Awaitable[_T]]) -> _T:
-        """Run ``operation(connection)`` on the session that holds ``held``.
+        """Run ``operation(cursor)`` on the session that holds ``held`` (a cursor kept for the
+        turns' statements: its ``execute`` returns it, with the rows).
 
         Raises:
             StoreUnavailableError: the connection holding the lock was lost (the lock with it).
@@ -207,7 +254,7 @@ class PostgresLocks:
             async with bounded(self._wait, self.where), self._io:
                 if held.released or held.generation != self._generation or self._conn is None:
                     raise self._lost()
-                return await self._on_connection(operation)
+                return await self._on_connection(lambda _: operation(self._cursor))
         except StoreUnavailableError as exc:
             if self._conn is None or held.generation != self._generation:
                 raise self._lost() from exc  # dropped: the lock went with it
@@ -287,13 +334,17 @@ class PostgresLocks:
             except psycopg.OperationalError as exc:
                 raise unavailable(exc, self.where) from exc
             try:
-                # The read sent with a lock's try shares its implicit transaction: it must take
-                # its own snapshot (after the lock), whatever the database's default level.
-                await conn.execute(_READ_COMMITTED)
+                await conn.execute(self._setup, prepare=False)  # see _SETUP
+            except psycopg.errors.UndefinedTable as exc:
+                # The statements prepared on tables that are gone: PostgreSQL came back on
+                # an empty volume (docs/design/0325).
+                await conn.close()
+                raise not_initialised() from exc
             except psycopg.Error as exc:
                 await conn.close()
                 raise unavailable(exc, self.where) from exc
             self._conn = conn
+            self._tries, self._cursor = conn.cursor(), conn.cursor()
             self._generation += 1
         return self._conn
 

@@ -177,6 +177,7 @@ class PostgresSlots:
         self.namespace = budget_namespace(budget)
         self._ready = ready
         self._conn: Any = None
+        self._cursor: Any = None  # the connection's, kept: psycopg adapts _TAKE's params once
         self._generation = 0
         self._held: set[int] = set()
         self._io = asyncio.Lock()
@@ -265,12 +266,12 @@ class PostgresSlots:
             if reused is not None:
                 return 0.0, reused
         async with bounded(self._timeout, _WHERE), self._io:
-            conn = await self._connection()
+            await self._connection()
             generation = self._generation
             parked = self._parked_slot(time.monotonic())
             try:
                 params = self._take_params(respect_pause, want=parked is None)
-                cursor = await conn.execute(_TAKE, params)
+                cursor = await self._cursor.execute(_TAKE, params)
                 pause, taken = await cursor.fetchone()
             except BaseException as exc:
                 await self._broken(exc)
@@ -310,7 +311,8 @@ class PostgresSlots:
             "want": want,
             "start": random.randrange(self.limit),  # noqa: S311 - spreading, not secrets
             "limit": self.limit,
-            "held": sorted(self._held),
+            # An array literal: psycopg's list dumper walks the list in Python.
+            "held": "{" + ",".join(map(str, sorted(self._held))) + "}",
             "namespace": self.namespace,
         }
 
@@ -416,6 +418,7 @@ class PostgresSlots:
             if self._ready is None and not self._migrated:
                 await self._migrate(conn)
             self._conn = conn
+            self._cursor = conn.cursor()
             self._generation += 1
         return self._conn
 

@@ -5,13 +5,15 @@ holding the conversation's advisory lock (:mod:`~.postgres_locks`) while a turn 
 pooled one for ``append_turn`` without a hold and for ``restore``. They are apart from the store
 because they are the hot path of every stored turn and its SQL, measured statement by statement
 (docs/TRIED.md): a new turn is one statement (the conversation's counter raised, the turn's row
-and its messages unnested from two arrays sent in binary), and on the holding session the same
+and its messages taken from two JSON arrays), and on the holding session the same
 statement hands the conversation's lock to its own transaction, so another replica gets the
 conversation only once the turn is committed.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -26,7 +28,9 @@ from generic_framework.store.users import check_conversation_key
 from generic_framework.wire.messages import Message
 
 __all__ = [
+    "HISTORY",
     "LOAD_HISTORY",
+    "PREPARE",
     "append",
     "append_and_release",
     "load",
@@ -46,10 +50,10 @@ _INSERT_MESSAGE = (
     "INSERT INTO messages (conversation_id, turn, seq, role, body) VALUES (%s, %s, %s, %s, %s)"
 )
 # A new turn in one statement: the counter raised (a new conversation's row made), the turn's
-# row and its messages (unnested from two arrays), all naming the turn by the counter's
-# RETURNING. One statement instead of three plus one per message (docs/TRIED.md). The two
-# arrays travel in binary (%b): the text form escapes every quote of every JSON body in Python,
-# about 70 us per five-message turn against 3 us.
+# row and its messages (taken from two JSON arrays, of the roles and of the bodies), all naming
+# the turn by the counter's RETURNING. One statement instead of three plus one per message
+# (docs/TRIED.md). The arrays travel as two JSON texts, which json.dumps writes in C: psycopg's
+# array dumpers (text or binary) walk each list in Python, several times the cost.
 _TURN = (
     "WITH c AS (INSERT INTO conversations (id, turns, created_at, updated_at)"  # noqa: S608
     " VALUES (%s, 1, %s, %s) ON CONFLICT (id) DO UPDATE SET turns = conversations.turns + 1,"
@@ -58,7 +62,8 @@ _TURN = (
     f" VALUES (%s, (SELECT turns FROM c), %s, %s, {_MARKS})),"
     " m AS (INSERT INTO messages (conversation_id, turn, seq, role, body)"
     " SELECT %s, (SELECT turns FROM c), x.n - 1, x.role, x.body"
-    " FROM unnest(%b::text[], %b::text[]) WITH ORDINALITY AS x(role, body, n))"
+    " FROM ROWS FROM (json_array_elements_text(%s::json), json_array_elements_text(%s::json))"
+    " WITH ORDINALITY AS x(role, body, n))"
 )
 # A turn with pictures adds their rows, unnested from five arrays, in the same statement
 # (docs/design/0329); a turn without any sends the statement above unchanged.
@@ -96,10 +101,12 @@ _RETURN_AND_RELEASE = (
 _WRITE_AND_RELEASE = _TURN + _RETURN_AND_RELEASE
 
 
-def _statement(tail: str, pictures: bool, settles: ClaimRef | None) -> str:
+@functools.cache
+def _statement(tail: str, pictures: bool, settles: bool) -> str:
     """The turn's statement ending with ``tail``, with the pictures' rows when it has any and
-    settling a claim when there is one."""
-    return _TURN + (_PICTURES if pictures else "") + (_SETTLE if settles is not None else "") + tail
+    settling a claim when there is one; one text object per variant, so that psycopg knows a
+    statement run again on the same cursor."""
+    return _TURN + (_PICTURES if pictures else "") + (_SETTLE if settles else "") + tail
 
 
 def _settle_params(conversation_id: str, settles: ClaimRef | None) -> list[Any]:
@@ -113,7 +120,16 @@ LOAD_HISTORY = (
     " (SELECT turns FROM conversations WHERE id = %s) - %s ORDER BY turn, seq"
 )
 """The messages of a conversation's last turns, oldest first (parameters: its id twice, then
-how many turns); ``PostgresStore.lock`` sends it with the lock's try."""
+how many turns)."""
+HISTORY = "gf_history"
+"""The same read prepared in the session holding the conversations (arguments: the id, then how
+many turns); ``PostgresStore.lock`` sends it with the lock's try."""
+PREPARE = (
+    f"PREPARE {HISTORY} (text, integer) AS SELECT body FROM messages"  # noqa: S608
+    " WHERE conversation_id = $1"
+    " AND turn > (SELECT turns FROM conversations WHERE id = $1) - $2 ORDER BY turn, seq"
+)
+"""What the session holding the conversations prepares when it connects."""
 
 
 async def lock_conversation(conn: Any, conversation_id: str) -> None:
@@ -190,8 +206,10 @@ def turn_params(
         raise ValueError("a turn has at least one message")
     now = datetime.now(UTC)
     key = conversation_id
-    roles = [m.role for m in messages]
-    bodies = [m.model_dump_json(exclude_none=True) for m in messages]
+    roles = json.dumps([m.role for m in messages])
+    bodies = json.dumps(
+        [m.model_dump_json(exclude_none=True) for m in messages], ensure_ascii=False
+    )
     return [key, now, now, key, persona, now, *record_params(record), key, roles, bodies]
 
 
@@ -216,7 +234,9 @@ async def append(
         *_settle_params(conversation_id, settles),
     ]
     async with conn.pipeline():
-        cursor = await conn.execute(_statement(_RETURN_TURN, bool(pictures), settles), params)
+        cursor = await conn.execute(
+            _statement(_RETURN_TURN, bool(pictures), settles is not None), params
+        )
         await conn.commit()
     (turn,) = await cursor.fetchone()
     return int(turn)
@@ -250,7 +270,7 @@ async def append_and_release(
         hold.key,
         hold.key,
     ]
-    statement = _statement(_RETURN_AND_RELEASE, bool(pictures), settles)
+    statement = _statement(_RETURN_AND_RELEASE, bool(pictures), settles is not None)
     cursor = await conn.execute(statement, params)
     (turn, _) = await cursor.fetchone()
     hold.released = True

@@ -98,3 +98,26 @@ async def test_a_schema_gone_under_a_running_replica_is_refused_not_listed_empty
     finally:
         await runtime.aclose()
     assert not _has_schema(postgres_server, url)
+
+
+async def test_a_schema_gone_when_the_turns_connection_comes_back_is_refused(
+    postgres_server: Any,
+) -> None:
+    url = postgres_server.create_database()
+    store = PostgresStore(url)
+    try:
+        async with store.lock("c", history=1) as held:
+            await held.append_turn("p", TURN)
+        # PostgreSQL back on an empty volume: every session is gone, the tables with them.
+        postgres_server.query(
+            url,
+            "DROP SCHEMA public CASCADE; CREATE SCHEMA public;"
+            " SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        )
+        # The turns' new session prepares its statements on tables that are not there.
+        with pytest.raises(StoreUnavailableError, match="never initialised"):
+            async with store.lock("c", history=1):
+                pass
+    finally:
+        await store.aclose()

@@ -259,3 +259,63 @@ async def test_the_turn_and_the_release_are_one_statement_and_the_lock_outlives_
     finally:
         monkeypatch.undo()
         await store.aclose()
+
+
+async def test_the_lock_s_try_and_the_history_read_are_one_query(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg
+
+    store = PostgresStore(url)
+    sent: list[str] = []
+    execute = psycopg.AsyncCursor.execute
+
+    async def counted(self: Any, sql: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(sql.decode() if isinstance(sql, bytes) else str(sql))
+        return await execute(self, sql, *args, **kwargs)
+
+    try:
+        async with store.lock("u0123456789ab/c-1_x") as held:
+            await held.append_turn("p", turn("one"))
+        monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted)
+        async with store.lock("u0123456789ab/c-1_x", history=1) as held:
+            monkeypatch.undo()
+            assert [m.content for m in await held.load(1)] == ["one", "answer to one"]
+            await held.append_turn("p", turn("two"))
+        # One query, no pipeline: the try and the read prepared in the session, the id bound.
+        assert sent == [
+            f"EXECUTE gf_try({conversation_key('u0123456789ab/c-1_x')});"
+            " EXECUTE gf_history('u0123456789ab/c-1_x', 1)"
+        ]
+    finally:
+        monkeypatch.undo()
+        await store.aclose()
+
+
+async def test_a_statement_s_text_arguments_are_escaped(url: str) -> None:
+    import psycopg
+
+    from generic_framework.store.postgres_locks import execute_text
+
+    hostile = "x'); DROP TABLE messages; -- \\ '' \\' é"
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute("PREPARE echo (text, integer) AS SELECT $1, $2")
+        cursor = await conn.execute(execute_text(conn, "echo", (hostile, -7)), prepare=False)
+        assert await cursor.fetchall() == [(hostile, -7)]
+        cursor = await conn.execute("SELECT to_regclass('messages') IS NOT NULL")
+        assert await cursor.fetchall() == [(True,)]
+
+
+async def test_message_bodies_keep_every_character_through_the_turn_s_json_arrays(
+    url: str,
+) -> None:
+    text = 'quote " backslash \\ \\u0000 NUL \x00 newline \n tab \t 漢字 😀 [1, "a"]'
+    store = PostgresStore(url)
+    try:
+        async with store.lock("c", history=1) as held:
+            await held.append_turn("p", [UserMessage(content=text), AssistantMessage(content=text)])
+        async with store.lock("c", history=1) as held:
+            assert [m.content for m in await held.load(1)] == [text, text]
+        assert [m.content for m in await store.load("c", 1)] == [text, text]
+    finally:
+        await store.aclose()
