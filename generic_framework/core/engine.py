@@ -104,12 +104,17 @@ class TurnEngine:
         self._system = [SystemMessage(content=prompt)] if prompt.strip() else []
         self._forced = UserMessage(content=FORCED_ANSWER_INSTRUCTION)
         self._most = spec.max_tool_rounds + 1
+        # Only the fields the spec sets: every round's copy carries the template's set of
+        # set fields, and a small one stays small (the body leaves out None either way).
+        chosen = {
+            "thinking": spec.thinking,
+            "reasoning_effort": spec.reasoning_effort,
+            "temperature": spec.temperature,
+        }
         self._request = ChatRequest(
             model=spec.model,
             messages=[],
-            thinking=spec.thinking,
-            reasoning_effort=spec.reasoning_effort,
-            temperature=spec.temperature,
+            **{name: value for name, value in chosen.items() if value is not None},
         )
 
     async def _loop(self, turn: Turn, stream: bool, events: EventSink) -> TurnEnd:
@@ -144,13 +149,14 @@ class TurnEngine:
             forced, started = number > cap > 0, perf_counter()
             request = self._request_for(turn, tools=offer, forced=forced)
             # A later round's call is served before the first calls of other turns.
-            continuing = CONTINUING.set(number > 1)
+            continuing = CONTINUING.set(True) if number > 1 else None
             try:
                 completion = await self._call(turn, request, stream, events)
             except ContentFilterError as exc:
                 return self._filtered(turn, exc)
             finally:
-                CONTINUING.reset(continuing)
+                if continuing is not None:
+                    CONTINUING.reset(continuing)
             step = next_step(completion, tools_offered=bool(offer))
             if isinstance(step, RunTools) and not self._hands_back(turn, step):
                 await self._run_tools(turn, number, step, started, events)

@@ -83,6 +83,37 @@ async def test_a_waiter_that_gave_up_is_skipped_and_no_slot_is_lost() -> None:
         await lease.release()
 
 
+async def test_a_call_waiting_for_a_slot_keeps_no_encoded_body(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    encoded: list[bytes] = []
+    to_wire = ChatRequest.to_wire
+
+    def counted(request: ChatRequest) -> bytes:
+        encoded.append(to_wire(request))
+        return encoded[-1]
+
+    monkeypatch.setattr(ChatRequest, "to_wire", counted)
+    sent: list[bytes] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request.content)
+        return httpx.Response(200, json=ANSWER)
+
+    slots = LocalSlots(1, wait=5.0)
+    settings = Settings.defaults(api_key="k", base_url="https://zai.test/api/paas/v4")
+    transport = httpx.MockTransport(answer)
+    async with GLMClient(settings, transport=transport, slots=slots) as client:
+        held = await slots.acquire()
+        call = asyncio.ensure_future(client.chat(REQUEST))
+        while client.queued == 0:  # the call is in line
+            await asyncio.sleep(0)
+        assert encoded == [] and sent == []
+        await held.release()
+        assert (await asyncio.wait_for(call, 2)).message.content == "hello"
+    assert sent == encoded == [to_wire(REQUEST)]  # encoded once, when the slot was its
+
+
 async def test_a_local_pause_holds_every_new_call() -> None:
     slots = LocalSlots(4, wait=2.0)
     await slots.pause(0.3)
