@@ -20,7 +20,7 @@ context-overflow retry are :mod:`~generic_framework.core.overflow`'s.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Coroutine
 from contextlib import aclosing
 from time import perf_counter
 from typing import Any
@@ -60,6 +60,7 @@ from generic_framework.wire.messages import (
     WebSearchToolSpec,
 )
 from generic_framework.wire.profiles import shape_request
+from generic_framework.wire.slots import CONTINUING
 
 __all__ = [
     "BUILTIN_SEARCH_CONFIRMATION",
@@ -103,12 +104,17 @@ class TurnEngine:
         self._system = [SystemMessage(content=prompt)] if prompt.strip() else []
         self._forced = UserMessage(content=FORCED_ANSWER_INSTRUCTION)
         self._most = spec.max_tool_rounds + 1
+        # Only the fields the spec sets: every round's copy carries the template's set of
+        # set fields, and a small one stays small (the body leaves out None either way).
+        chosen = {
+            "thinking": spec.thinking,
+            "reasoning_effort": spec.reasoning_effort,
+            "temperature": spec.temperature,
+        }
         self._request = ChatRequest(
             model=spec.model,
             messages=[],
-            thinking=spec.thinking,
-            reasoning_effort=spec.reasoning_effort,
-            temperature=spec.temperature,
+            **{name: value for name, value in chosen.items() if value is not None},
         )
 
     async def _loop(self, turn: Turn, stream: bool, events: EventSink) -> TurnEnd:
@@ -142,25 +148,33 @@ class TurnEngine:
             offer = turn.plan.specs if number <= cap else None
             forced, started = number > cap > 0, perf_counter()
             request = self._request_for(turn, tools=offer, forced=forced)
+            # A later round's call is served before the first calls of other turns.
+            continuing = CONTINUING.set(True) if number > 1 else None
             try:
                 completion = await self._call(turn, request, stream, events)
             except ContentFilterError as exc:
                 return self._filtered(turn, exc)
+            finally:
+                if continuing is not None:
+                    CONTINUING.reset(continuing)
             step = next_step(completion, tools_offered=bool(offer))
             if isinstance(step, RunTools) and not self._hands_back(turn, step):
                 await self._run_tools(turn, number, step, started, events)
+                # Recorded: the round's response is not held while the next call waits.
+                del completion, step
                 continue
             return await self._end(turn, step, started, forced, stream, events)
         raise ToolLoopError(f"the loop ran past its cap of {cap} tool rounds")
 
-    async def _call(
+    def _call(
         self, turn: Turn, request: ChatRequest, stream: bool, events: EventSink
-    ) -> ChatCompletion:
+    ) -> Coroutine[Any, Any, ChatCompletion]:
         """Step 2: one model call in the turn's mode, its completion; a streamed call's text
-        goes to ``events`` (unless the turn holds it until it is validated)."""
+        goes to ``events`` (unless the turn holds it until it is validated). The call itself,
+        to be awaited: no frame of its own is kept while the call waits."""
         if not stream:
-            return await self._complete(turn, request)
-        return await self._streamed(turn, request, ignore if turn.holds_text else events)
+            return self._complete(turn, request)
+        return self._streamed(turn, request, ignore if turn.holds_text else events)
 
     @staticmethod
     def _hands_back(turn: Turn, step: RunTools) -> bool:
@@ -360,6 +374,11 @@ class TurnEngine:
         request = shape_request(request, stream=stream)
         sent = False
         try:
+            if not stream:  # one completion: no generator of its own to keep alive
+                completion = await turn.model.chat(request)
+                sent = True
+                yield completion
+                return
             async for item in _answer(turn, request, stream=stream):
                 sent = True
                 yield item

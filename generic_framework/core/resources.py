@@ -25,7 +25,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
@@ -61,6 +61,9 @@ def budget_id(settings: Settings) -> str:
 
 
 logger = logging.getLogger("generic_framework.runtime")
+
+_NOTHING_HELD: AbstractAsyncContextManager[None] = nullcontext()
+"""The context of a turn without a conversation (reusable: it holds nothing)."""
 
 
 class Resources:
@@ -216,19 +219,22 @@ class Resources:
             )
         return LocalSlots(s.llm_max_concurrency, s.llm_queue_timeout)
 
-    @asynccontextmanager
-    async def conversation(
+    def conversation(
         self, conversation_id: str | None
-    ) -> AsyncIterator[HeldConversation | None]:
+    ) -> AbstractAsyncContextManager[HeldConversation | None]:
         """Hold a conversation for one turn: this process's FIFO lock, then the store's lock
-        (across replicas on PostgreSQL). ``None`` for no conversation: nothing is held.
+        (across replicas on PostgreSQL). ``None`` for no conversation: nothing is held (one
+        shared context, so a turn without a conversation keeps no generator alive).
 
         Turns on one conversation queue here in arrival order, so at most one connection per
         process waits on the store's lock.
         """
         if conversation_id is None:
-            yield None
-            return
+            return _NOTHING_HELD
+        return self._held(conversation_id)
+
+    @asynccontextmanager
+    async def _held(self, conversation_id: str) -> AsyncIterator[HeldConversation]:
         history = self.settings.history_turns  # what the turn loads, read with the lock
         async with (
             self.locks.hold(conversation_id),

@@ -50,7 +50,12 @@ from generic_framework.wire.messages import (
     WebSearchResponse,
 )
 from generic_framework.wire.pool import ShardedTransport, needs_tls
-from generic_framework.wire.responses import check_finish, is_document, parse_model, status_error
+from generic_framework.wire.responses import (
+    check_completion,
+    is_document,
+    parse_model,
+    status_error,
+)
 from generic_framework.wire.retry import RetryPolicy
 from generic_framework.wire.slots import LocalSlots, SlotLease, UpstreamSlots
 from generic_framework.wire.sse import (
@@ -167,16 +172,11 @@ class GLMClient:
         """
         if request.stream:
             request = request.model_copy(update={"stream": False})
-        body = request.to_wire()
-        _log_payload("chat request", body)
-        call = _Call("chat", self._chat_url, body)
-
-        async def attempt() -> ChatCompletion:
-            completion = await self._fetch(call, ChatCompletion)
-            check_finish(completion.finish_reason, completion.id)
-            return completion
-
-        return await self._policy.call(attempt, on_retry=self._retried(call))
+        call = _Call("chat", self._chat_url, request=request)
+        return await self._policy.call(
+            lambda: self._fetch(call, ChatCompletion, check_completion),  # no frame of its own
+            on_retry=self._retried(call),
+        )
 
     async def chat_stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Stream a completion: text and reasoning deltas, then one :class:`StreamCompleted`.
@@ -184,9 +184,8 @@ class GLMClient:
         The request is retried only until its first event has reached the caller; after that a
         broken, stalled (past ``LLM_TIMEOUT``) or failing stream raises a typed error.
         """
-        body = request.model_copy(update={"stream": True}).to_wire()
-        _log_payload("stream request", body)
-        call = _Call("chat_stream", self._chat_url, body, stream=True)
+        streamed = request.model_copy(update={"stream": True})
+        call = _Call("chat_stream", self._chat_url, request=streamed, stream=True)
         # Each attempt takes a slot (none is held while waiting to retry); the successful one
         # keeps it until the stream is finished or abandoned.
         exchange = await self._policy.call(
@@ -204,7 +203,7 @@ class GLMClient:
             if not assembler.finished:
                 raise APIConnectionError("the stream ended before its final chunk")
             completion = assembler.completion()
-            check_finish(completion.finish_reason, completion.id)
+            check_completion(completion)
             yield StreamCompleted(completion=completion)
         finally:
             try:
@@ -261,11 +260,16 @@ class GLMClient:
         success is reported as "200"; the exchange returned holds its slot and response until
         :meth:`_finish`.
         """
-        lease = await self._take(call)
+        self._queued += 1  # waiting for a slot (taken here: no frame of its own while waiting)
+        try:
+            lease = await self._slots.acquire(respect_pause=not call.paused)
+        finally:
+            self._queued -= 1
+        self._in_flight += 1
         started = perf_counter()
         response: httpx.Response | None = None
         try:
-            request = self._sender.request(call.url, call.body)
+            request = self._sender.request(call.url, call.encoded())
             response = await _translate(
                 lambda: self._sender.send(request, stream=call.stream), _budget(request)
             )
@@ -279,14 +283,19 @@ class GLMClient:
         self._observer.upstream_response(call.endpoint, "200", "")
         return _Exchange(value, response, lease, started)
 
-    async def _fetch(self, call: _Call, model: type[_M]) -> _M:
-        """One plain attempt: the body parsed into ``model``, the slot given back at once."""
+    async def _fetch(
+        self, call: _Call, model: type[_M], check: Callable[[_M], None] | None = None
+    ) -> _M:
+        """One plain attempt: the body parsed into ``model``, the slot given back at once;
+        then ``check`` (a completion's finish reason) sees the answer."""
 
         async def parse(response: httpx.Response) -> _M:
             return parse_model(response, model)
 
         exchange = await self._attempt(call, parse)
         await self._finish(call, exchange)
+        if check is not None:
+            check(exchange.value)
         return exchange.value
 
     async def _finish(self, call: _Call, exchange: _Exchange[Any]) -> None:
@@ -322,16 +331,6 @@ class GLMClient:
         observer, endpoint = self._observer, call.endpoint
         return lambda exc: observer.upstream_retry(endpoint, type(exc).__name__)
 
-    async def _take(self, call: _Call) -> SlotLease:
-        """A slot of the upstream budget (counted as queued, then in flight)."""
-        self._queued += 1
-        try:
-            lease = await self._slots.acquire(respect_pause=not call.paused)
-        finally:
-            self._queued -= 1
-        self._in_flight += 1
-        return lease
-
     async def _give(self, lease: SlotLease) -> None:
         self._in_flight -= 1
         await lease.release()
@@ -353,12 +352,23 @@ class _Call:
     endpoint: str
     """The observer's name for it: ``chat``, ``chat_stream``, ``web_search`` or ``reader``."""
     url: str
-    body: bytes
+    body: bytes = b""
+    request: ChatRequest | None = None
+    """A chat request, made the ``body`` once an attempt holds a slot (:meth:`encoded`)."""
     stream: bool = False
     """Read the answer as it comes (the attempt ends at the first event) instead of whole."""
     paused: bool = False
     """An attempt got a 1302 and paused the budget: later attempts do not wait for that pause
     (the retry policy already waits out the same Retry-After)."""
+
+    def encoded(self) -> bytes:
+        """The body to send (the chat request encoded the first time it is asked for)."""
+        if self.request is not None:
+            self.body, self.request = self.request.to_wire(), None
+            if logger.isEnabledFor(logging.DEBUG):
+                text = redact(self.body.decode("utf-8", errors="replace"), limit=4000)
+                logger.debug("%s request: %s", self.endpoint, text)
+        return self.body
 
 
 @dataclass(slots=True)
@@ -488,8 +498,3 @@ def _proxy_for(base_url: str) -> str | None:
     if urllib.request.proxy_bypass(parts.hostname or ""):
         return None
     return urllib.request.getproxies().get(parts.scheme)
-
-
-def _log_payload(label: str, body: bytes) -> None:
-    if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("%s: %s", label, redact(body.decode("utf-8", errors="replace"), limit=4000))

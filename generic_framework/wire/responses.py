@@ -24,7 +24,7 @@ from generic_framework.wire.errors import (
 from generic_framework.wire.messages import ChatCompletion, ReaderResponse, WebSearchResponse
 from generic_framework.wire.retry import parse_retry_after
 
-__all__ = ["check_finish", "is_document", "parse_model", "status_error"]
+__all__ = ["check_completion", "check_finish", "is_document", "parse_model", "status_error"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -44,6 +44,11 @@ def check_finish(finish_reason: str | None, request_id: str | None) -> None:
         raise ServerError(
             "Z.AI reported an inference failure (network_error)", request_id=request_id
         )
+
+
+def check_completion(completion: ChatCompletion) -> None:
+    """:func:`check_finish` of a whole completion."""
+    check_finish(completion.finish_reason, completion.id)
 
 
 def parse_model(response: httpx.Response, model: type[_M]) -> _M:

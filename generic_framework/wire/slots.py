@@ -19,11 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
+from contextvars import ContextVar
 from typing import Protocol
 
 from generic_framework.wire.errors import UpstreamBusyError
 
-__all__ = ["BUSY_RETRY_AFTER", "LocalSlots", "SlotLease", "UpstreamSlots", "busy_error"]
+__all__ = [
+    "BUSY_RETRY_AFTER",
+    "CONTINUING",
+    "LocalSlots",
+    "SlotLease",
+    "UpstreamSlots",
+    "busy_error",
+]
 
 BUSY_RETRY_AFTER = 5.0
 """Seconds a caller refused for want of a slot is told to wait (slots turn over quickly)."""
@@ -73,6 +82,50 @@ def busy_error(wait: float, retry_after: float, *, why: str = "") -> UpstreamBus
     )
 
 
+CONTINUING: ContextVar[bool] = ContextVar("generic_framework_continuing", default=False)
+"""True while a turn makes a later call (its next round): a :class:`LocalSlots` serves such
+calls before first calls. Set by the turn engine around each of its model calls."""
+
+
+class _Lanes:
+    """``limit`` slots handed out in order, calls of a turn under way before first calls.
+
+    Two FIFO lines of waiting futures; a slot freed goes to the first live waiter of the front
+    line, else of the back line. A waiter that gave up (timed out, cancelled) stays in its line
+    as a done future and is skipped, so leaving costs nothing.
+    """
+
+    __slots__ = ("_back", "_free", "_front")
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._front: deque[asyncio.Future[None]] = deque()
+        self._back: deque[asyncio.Future[None]] = deque()
+
+    async def take(self, *, front: bool) -> None:
+        # Free slots exist only while nobody waits (give() hands a slot to a waiter first).
+        if self._free > 0:
+            self._free -= 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        (self._front if front else self._back).append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.give()  # handed a slot just as it gave up: pass it on
+            raise
+
+    def give(self) -> None:
+        for line in (self._front, self._back):
+            while line:
+                waiter = line.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+                    return
+        self._free += 1
+
+
 class _LocalLease:
     __slots__ = ("_owner", "_released")
 
@@ -83,11 +136,15 @@ class _LocalLease:
     async def release(self) -> None:
         if not self._released:
             self._released = True
-            self._owner._semaphore.release()
+            self._owner._lanes.give()
 
 
 class LocalSlots:
-    """The budget of one process: ``limit`` slots, FIFO, a bounded wait, a local 1302 pause.
+    """The budget of one process: ``limit`` slots, a bounded wait, a local 1302 pause.
+
+    Calls queue in arrival order, except that the later calls of a turn under way
+    (:data:`CONTINUING`) go ahead of first calls: turns that have begun finish before new ones
+    start, so fewer turns hold their rounds' state at once (docs/design/0701).
 
     Args:
         limit: concurrent upstream calls (``LLM_MAX_CONCURRENCY``).
@@ -97,7 +154,7 @@ class LocalSlots:
     def __init__(self, limit: int, wait: float) -> None:
         self.limit = limit
         self.wait = wait
-        self._semaphore = asyncio.Semaphore(limit)
+        self._lanes = _Lanes(limit)
         self._paused_until = 0.0
 
     def __repr__(self) -> str:
@@ -112,13 +169,13 @@ class LocalSlots:
             left = deadline - time.monotonic()
             try:
                 async with asyncio.timeout(max(left, 0.0)):
-                    await self._semaphore.acquire()
+                    await self._lanes.take(front=CONTINUING.get())
             except TimeoutError:
                 raise busy_error(self.wait, BUSY_RETRY_AFTER) from None
             if not respect_pause or self._paused_until <= time.monotonic():
                 return _LocalLease(self)
             # A 1302 arrived while this call queued: it waits for the pause like the rest.
-            self._semaphore.release()
+            self._lanes.give()
 
     async def _sit_out_pause(self, deadline: float) -> None:
         now = time.monotonic()
