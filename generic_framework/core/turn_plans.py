@@ -22,7 +22,7 @@ from generic_framework.core.resources import Resources
 from generic_framework.core.spec import ResolvedSpec
 from generic_framework.core.tooling import ToolPlan, build_plans, reserved_names, with_tools
 from generic_framework.errors import ConfigError
-from generic_framework.memory.spec import MEMORY_TOOL_NAMES
+from generic_framework.memory.tools import MEMORY_TOOL_NAMES
 from generic_framework.tools.base import FunctionTool, Tool
 from generic_framework.tools.reader import ReadFunction, has_url, make_reader_tool
 from generic_framework.tools.search import SearchFunction

@@ -6,16 +6,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from generic_framework.store.memories import MAX_ITEMS_LIMIT
 
-__all__ = ["DEFAULT_MAX_ITEMS", "FORGET", "MEMORY_TOOL_NAMES", "REMEMBER", "MemorySpec"]
+__all__ = ["DEFAULT_MAX_ITEMS", "MemorySpec"]
 
 DEFAULT_MAX_ITEMS = 20
 """The facts a persona keeps per user when its file does not say."""
-
-REMEMBER = "remember"
-FORGET = "forget"
-MEMORY_TOOL_NAMES = frozenset({REMEMBER, FORGET})
-"""The names a persona with memory keeps for its two tools (their wire forms are
-:mod:`~generic_framework.memory.tools`', built when a memory turn first loads it)."""
 
 
 class MemorySpec(BaseModel):

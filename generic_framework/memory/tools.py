@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from generic_framework.memory.spec import FORGET, MEMORY_TOOL_NAMES, REMEMBER
 from generic_framework.store.memories import MemoryStore, check_memory_id
 from generic_framework.tools.base import ToolOutcome
 from generic_framework.wire.messages import FunctionToolSpec
@@ -24,6 +23,9 @@ __all__ = [
     "MemoryTool",
     "memory_tools",
 ]
+
+REMEMBER = "remember"
+FORGET = "forget"
 
 _SPECS = {
     REMEMBER: FunctionToolSpec.model_validate(
@@ -65,6 +67,8 @@ _SPECS = {
 }
 
 
+MEMORY_TOOL_NAMES = frozenset({REMEMBER, FORGET})
+"""The names a persona with memory keeps for its two tools."""
 MEMORY_TOOL_SPECS: tuple[FunctionToolSpec, ...] = (_SPECS[REMEMBER], _SPECS[FORGET])
 """The two tools' wire forms, in the order a turn offers them."""
 

@@ -35,7 +35,7 @@ from generic_framework.core.options import JsonSchemaFormat, TurnOptions
 from generic_framework.core.persona import Persona
 from generic_framework.core.reply import Reply
 from generic_framework.errors import ConfigError, GLMError
-from generic_framework.memory.spec import MEMORY_TOOL_NAMES
+from generic_framework.memory.tools import MEMORY_TOOL_NAMES
 from generic_framework.mock.fixture import Fixture, bundled_fixtures_dir, load_fixtures
 from generic_framework.mock.server import MockServer
 from generic_framework.pictures import file_url

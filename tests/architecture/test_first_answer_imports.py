@@ -71,7 +71,6 @@ NOT_ON_A_PLAIN_FIRST_ANSWER = (
     "generic_framework.mcp_tools.connection",
     "generic_framework.mcp_tools.sessions",
     "generic_framework.mcp_tools.tools",
-    "generic_framework.memory.tools",
     "generic_framework.store.base",
     "generic_framework.store.keys",
     "generic_framework.store.sqlite",
