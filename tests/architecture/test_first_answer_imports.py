@@ -50,6 +50,8 @@ if mode != "import":
     asyncio.run(main())
 messages = sys.modules["generic_framework.wire.messages"]
 built = [name for name in DEFERRED if getattr(messages, name).__pydantic_complete__]
+if mode == "import" and sys.modules["generic_framework.config"].Settings.__pydantic_complete__:
+    built.append("Settings")
 print(json.dumps({"modules": sorted(sys.modules), "built": built}))
 """
 
