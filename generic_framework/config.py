@@ -104,7 +104,8 @@ class Settings(BaseModel):
     ``BASE_URL`` in the environment is never mistaken for the Z.AI key or endpoint.
     """
 
-    model_config = ConfigDict(extra="ignore", validate_default=True)
+    # Built on first use: the first Settings made, not the import (docs/design/0704).
+    model_config = ConfigDict(extra="ignore", validate_default=True, defer_build=True)
 
     api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_API_KEY", "ZAI_API_KEY")

@@ -5,6 +5,9 @@ server; then ``sys.modules`` is read. A persona without MCP servers loads no MCP
 code, and a turn without a conversation or a caller loads no store module and not the edges'
 turn service. The same probe with an MCP server declared, and with a stored conversation,
 shows the modules are the ones those turns load (so the probe sees what it claims to).
+The public import alone loads none of them either, and neither it nor a plain first answer
+builds the validators of the models only streams and the Web Search and Reader APIs use
+(``defer_build``).
 """
 
 from __future__ import annotations
@@ -41,11 +44,30 @@ async def main():
             "What is the capital of Canada?", conversation_id=conversation
         )
     assert "Ottawa" in reply.content, reply
-    print(json.dumps(sorted(sys.modules)))
 
 
-asyncio.run(main())
+if mode != "import":
+    asyncio.run(main())
+messages = sys.modules["generic_framework.wire.messages"]
+built = [name for name in DEFERRED if getattr(messages, name).__pydantic_complete__]
+if mode == "import" and sys.modules["generic_framework.config"].Settings.__pydantic_complete__:
+    built.append("Settings")
+print(json.dumps({"modules": sorted(sys.modules), "built": built}))
 """
+
+DEFERRED = (
+    "ChatCompletionChunk",
+    "ChunkChoice",
+    "ContentDelta",
+    "Delta",
+    "ReaderResponse",
+    "ReaderResult",
+    "ReasoningDelta",
+    "StreamCompleted",
+    "ToolCallDelta",
+    "WebSearchResponse",
+)
+"""The wire models no non-streamed answer uses, built on their first use (docs/design/0704)."""
 
 NOT_ON_A_PLAIN_FIRST_ANSWER = (
     "generic_framework.mcp_tools.connection",
@@ -66,24 +88,41 @@ def mock() -> Iterator[MockServer]:
         yield server
 
 
-def _modules(mock: MockServer, data_dir: Path, mode: str) -> set[str]:
+def _probe(mock: MockServer, data_dir: Path, mode: str) -> dict[str, list[str]]:
+    """What a fresh interpreter loaded, and which deferred models it built."""
+    code = f"DEFERRED = {DEFERRED!r}\n{_PROBE}"
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, mock.base_url, str(data_dir), mode],
+        [sys.executable, "-c", code, mock.base_url, str(data_dir), mode],
         capture_output=True,
         text=True,
         check=False,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    found: dict[str, list[str]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def _modules(mock: MockServer, data_dir: Path, mode: str) -> set[str]:
+    return set(_probe(mock, data_dir, mode)["modules"])
 
 
 def test_a_plain_first_answer_loads_no_mcp_store_or_edge_modules(
     mock: MockServer, tmp_path: Path
 ) -> None:
-    modules = _modules(mock, tmp_path, "plain")
-    assert "generic_framework.core.persona" in modules
-    assert [name for name in NOT_ON_A_PLAIN_FIRST_ANSWER if name in modules] == []
+    found = _probe(mock, tmp_path, "plain")
+    assert "generic_framework.core.persona" in found["modules"]
+    assert [name for name in NOT_ON_A_PLAIN_FIRST_ANSWER if name in found["modules"]] == []
+    assert found["built"] == []
+
+
+def test_the_public_import_loads_none_of_them_and_builds_no_deferred_model(
+    mock: MockServer, tmp_path: Path
+) -> None:
+    found = _probe(mock, tmp_path, "import")
+    assert {"generic_framework.core.persona", "generic_framework.config"} <= set(found["modules"])
+    assert [name for name in NOT_ON_A_PLAIN_FIRST_ANSWER if name in found["modules"]] == []
+    assert found["built"] == []
 
 
 def test_a_persona_with_mcp_servers_loads_the_sessions(mock: MockServer, tmp_path: Path) -> None:
