@@ -64,7 +64,7 @@ def healthy(url: str) -> bool:
         return False
 
 
-def wait_healthy(proc: subprocess.Popen[Any], url: str, *, seconds: float = 30.0) -> bool:
+def wait_healthy(proc: subprocess.Popen[Any], url: str, *, seconds: float = 60.0) -> bool:
     """Wait for the server ``proc`` runs at ``url`` (a port chosen before it started) to answer
     ``/healthz``: False when the process exits first or ``seconds`` pass."""
     deadline = time.monotonic() + seconds
@@ -81,7 +81,7 @@ def wait_logged_port(
     *,
     host: str = "127.0.0.1",
     offset: int = 0,
-    seconds: float = 20.0,
+    seconds: float = 60.0,
 ) -> int | None:
     """The port of a server started on port 0, read from uvicorn's start-up line in ``log``
     (after byte ``offset``: a log shared by restarts) once ``/healthz`` answers there; None when

@@ -413,7 +413,7 @@ async def test_model_mistakes_become_error_texts_the_model_reads(
     persona = make_persona(settings, client_for(s), tools=[lookup, boom, sleepy])
     started = time.monotonic()
     reply = await persona.respond("// try everything")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 4  # the 0.05 s tool timeout, not the tool's 5 s
     answers = {m["tool_call_id"]: m["content"] for m in s.requests[1]["messages"][3:]}
     assert list(answers) == ["e1", "e2", "e3", "e4", "e5", "e6", "e7"]
     assert "no tool named 'nope'" in answers["e1"]

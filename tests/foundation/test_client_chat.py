@@ -273,7 +273,7 @@ async def test_testing_switch_makes_retries_instant(make_client: MakeClient, pay
     await client.chat(REQUEST)
 
     assert len(script.requests) == 3
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10  # not the 100 s the first answer asked for
 
 
 # ---------------------------------------------------------------- finish reasons

@@ -374,7 +374,7 @@ async def test_stall_after_first_event_times_out_quickly(
             async for event in client.chat_stream(REQUEST):
                 seen.append(event)
 
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 3.0  # 0.2 s, with room for a busy machine, not 5 s
     assert len(seen) == 1
     assert len(script.requests) == 1
     assert stalled.closed
@@ -413,7 +413,7 @@ async def test_transport_that_never_answers_times_out(make_client: MakeClient) -
         with pytest.raises(APITimeoutError):
             await client.chat(REQUEST)
 
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 3.0  # two 0.05 s timeouts, with room, not 5 s
     assert len(script.requests) == 2
 
 
@@ -452,7 +452,7 @@ async def test_real_socket_stall_is_a_timeout(sse: LoadSSE, fake_key: str) -> No
         server.close()
         await server.wait_closed()
 
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 3.0  # 0.3 s, with room for a busy machine, not 5 s
 
 
 # ---------------------------------------------------------------- answers that are not a stream

@@ -4,8 +4,10 @@ It keeps short notes, in memory or in the JSON file named by ``NOTES_FILE``. The
 persona ``personas/examples/notes.toml`` offers its notes tools; the tests also use the tools
 that exist to misbehave on purpose (``wait`` hangs, ``fail`` answers with an error, ``crash``
 kills the process mid-call), ``NOTES_PID_FILE`` (the process writes its pid there), so a test
-can kill it or check that it is gone, and ``NOTES_REFUSE_IF`` (it exits at once, with a message
-on stderr, while the file named there exists), so a test can make a restart fail.
+can kill it or check that it is gone, ``NOTES_WAITING_FILE`` (``wait`` creates it once it is
+waiting), so a test can act while a call is surely under way, and ``NOTES_REFUSE_IF`` (it
+exits at once, with a message on stderr, while the file named there exists), so a test can make
+a restart fail.
 
 Run it as ``python tests/mcp_servers/notes_server.py``; it speaks MCP on stdin/stdout and logs
 to stderr.
@@ -74,6 +76,8 @@ def export() -> str:
 @server.tool()
 async def wait(seconds: float) -> str:
     """Wait, then say so (for timeouts and for killing the server mid-call)."""
+    if os.environ.get("NOTES_WAITING_FILE"):
+        Path(os.environ["NOTES_WAITING_FILE"]).touch()
     await asyncio.sleep(seconds)
     return f"Waited {seconds:g} seconds."
 

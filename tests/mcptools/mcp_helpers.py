@@ -26,6 +26,14 @@ def wait_for_pid(path: Path, timeout: float = 20.0, *, not_: int | None = None) 
     raise AssertionError(f"no pid in {path}")
 
 
+def wait_for_file(path: Path, timeout: float = 30.0) -> None:
+    """Until ``path`` exists (a notes server's ``NOTES_WAITING_FILE``: its call is waiting)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.02)
+
+
 def alive(pid: int) -> bool:
     """True while ``pid`` runs (a zombie waiting to be reaped counts as gone)."""
     try:

@@ -22,7 +22,8 @@ from generic_framework.service import create_app
 from generic_framework.service.readiness import UpstreamProbe
 from generic_framework.store import SQLiteStore
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+"""Not the suite's 120 s: with both cores busy one operation's examples took 113 s."""
 
 # A dev dependency; until every environment has it, its absence skips this module only.
 schemathesis = pytest.importorskip("schemathesis")

@@ -18,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ import httpx
 import pytest
 from scale_load import bot_env
 from service_processes import TOKEN, Process, mock_process
-from support import free_port, listening_sockets
+from support import free_port, listening_sockets, until
 from upgrade_load import UpgradeConfig, render, run_upgrade_load
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -36,10 +37,12 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
 
-def haproxy_config(listener: socket.socket, replicas: list[int]) -> str:
+def haproxy_config(listener: socket.socket, replicas: list[int], stats: Path) -> str:
     """deploy/haproxy.cfg made local: its listening socket (inherited), its error pages'
-    folder, fixed servers."""
+    folder, fixed servers, and a stats socket at ``stats`` for the test to ask which
+    servers the proxy takes as up."""
     cfg = (DEPLOY / "haproxy.cfg").read_text()
+    cfg = cfg.replace("global\n", f"global\n    stats socket {stats}\n", 1)
     cfg = cfg.replace("/usr/local/etc/haproxy/errors", str(DEPLOY / "haproxy-errors"))
     cfg = cfg.replace("bind :8080", f"bind fd@{listener.fileno()}")
     cfg = cfg.replace("nameserver dns 127.0.0.11:53", "nameserver dns 127.0.0.1:9")
@@ -52,13 +55,24 @@ def haproxy_config(listener: socket.socket, replicas: list[int]) -> str:
     return cfg.replace(" resolvers docker resolve-prefer ipv4 init-addr none", "")
 
 
-def check_timing() -> tuple[float, int]:
-    """The shipped proxy's check interval (seconds) and the passes that bring a server back."""
-    cfg = (DEPLOY / "haproxy.cfg").read_text()
-    inter = re.search(r"default-server .*\binter (\d+)s\b", cfg)
-    rise = re.search(r"default-server .*\brise (\d+)\b", cfg)
-    assert inter and rise
-    return float(inter.group(1)), int(rise.group(1))
+def server_states(stats: Path) -> dict[str, str]:
+    """Each server of the ``bots`` backend and its state as the proxy sees it (``UP``,
+    ``DOWN``, ``UP 1/2`` while going down, ``DOWN 1/2`` while coming back...)."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(10)
+        sock.connect(str(stats))
+        sock.sendall(b"show stat\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    header, *rows = answer.decode().lstrip("# ").splitlines()
+    columns = header.split(",")
+    records = [dict(zip(columns, row.split(","), strict=False)) for row in rows if row]
+    return {
+        r["svname"]: r["status"]
+        for r in records
+        if r["pxname"] == "bots" and r["svname"] not in ("BACKEND", "FRONTEND")
+    }
 
 
 @pytest.fixture
@@ -120,15 +134,16 @@ def test_replicas_replaced_one_at_a_time_behind_haproxy_fail_no_request(
     port = proxy_listener.getsockname()[1]
     fds = [proxy_listener.fileno()]
     cfg = tmp_path / "haproxy.cfg"
-    cfg.write_text(haproxy_config(proxy_listener, [r.port for r in replicas]))
+    # A socket's path has at most 107 bytes: a short folder of its own, not the test's.
+    stats = Path(tempfile.mkdtemp(prefix="gf-haproxy-")) / "stats.sock"
+    cfg.write_text(haproxy_config(proxy_listener, [r.port for r in replicas], stats))
     checked = subprocess.run([haproxy_binary, "-c", "-f", str(cfg)], capture_output=True,
                              text=True, check=False, pass_fds=fds)  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
     proxy = subprocess.Popen([haproxy_binary, "-db", "-f", str(cfg)], pass_fds=fds,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    inter, rise = check_timing()
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # bounds a hang only: a busy machine takes its time
         while True:
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
@@ -139,10 +154,15 @@ def test_replicas_replaced_one_at_a_time_behind_haproxy_fail_no_request(
             time.sleep(0.2)
 
         async def roll() -> int:
-            for replica in replicas:
+            for index, replica in enumerate(replicas):
                 await asyncio.to_thread(replica.replace)
-                # The proxy brings the new process back after `rise` passed checks.
-                await asyncio.sleep(inter * (rise + 1))
+                # The proxy brings the new process back after two passed checks (3 s apart):
+                # the next replica stops only once the proxy sends to this one again.
+                # (asked from a thread: the load shares this event loop).
+                up = f"bot{index}"
+                await asyncio.to_thread(
+                    until, lambda: server_states(stats).get(up) == "UP", f"{up} is up again", 60
+                )
             return 0
 
         config = UpgradeConfig(url=f"http://127.0.0.1:{port}", workers=6, before=3, after=3)
@@ -150,6 +170,7 @@ def test_replicas_replaced_one_at_a_time_behind_haproxy_fail_no_request(
     finally:
         proxy.terminate()
         proxy.wait(10)
+        shutil.rmtree(stats.parent, ignore_errors=True)
     print("\n" + render(result))
     assert result.ok, result.problems[:10]
     assert result.failed == 0 and result.upgrade["requests"] > 50

@@ -9,7 +9,6 @@ and forward), copy, export, search, rename, regenerate and edit.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,13 +246,22 @@ def test_copy_and_export_an_answer(browser: Any, bot: Process, tmp_path: Path) -
     for button in ("#export-md", "#export-json"):
         page.find("#export-menu summary").click()
         page.find(button).click()
-    page.wait.until(lambda d: {p.name for p in downloads.iterdir()} >= {f"{cid}.md", f"{cid}.json"})
-    time.sleep(0.2)
+    page.wait.until(lambda d: _downloaded(downloads, f"{cid}.md", f"{cid}.json"))
     markdown = (downloads / f"{cid}.md").read_text(encoding="utf-8")
     exported = json.loads((downloads / f"{cid}.json").read_text(encoding="utf-8"))
     assert markdown.startswith(f"# {NANAIMO}\n") and copied in markdown
     assert "1. [Nanaimo, BC - current conditions and forecast](https://" in markdown
     assert exported["id"] == cid and exported["turns"][0]["input"] == NANAIMO
+
+
+def _downloaded(folder: Path, *names: str) -> bool:
+    """Whether the browser has finished the downloads ``names`` into ``folder``: each there
+    and not empty, none still being written (Chromium reserves the name with an empty file and
+    writes to a ``.crdownload`` beside it until it is done)."""
+    present = {p.name: p for p in folder.iterdir()}
+    if any(name.endswith(".crdownload") for name in present):
+        return False
+    return all(name in present and present[name].stat().st_size > 0 for name in names)
 
 
 def test_search_and_rename_in_the_sidebar(browser: Any, bot: Process) -> None:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from service_fakes import TOKEN
 from service_processes import served_in_thread
+from support import until
 
 from generic_framework.config import Settings
 from generic_framework.core.spec import PersonaSpec
@@ -266,10 +267,11 @@ def live_server(runtime: Runtime, endless: _Endless) -> Iterator[tuple[str, int]
 
 
 def test_a_silent_connection_is_closed(live_server: tuple[str, int]) -> None:
-    with socket.create_connection(live_server, timeout=5) as sock:
+    # The head timeout is 0.3 s; the client's 30 s only bounds a hang (a busy machine is slow).
+    with socket.create_connection(live_server, timeout=30) as sock:
         started = time.monotonic()
-        assert sock.recv(1) == b""  # closed by the server, not by our 5 s timeout
-        assert time.monotonic() - started < 4
+        assert sock.recv(1) == b""  # closed by the server, not by our timeout
+        assert time.monotonic() - started < 20
 
 
 def test_oversized_headers_are_refused(live_server: tuple[str, int]) -> None:
@@ -302,7 +304,7 @@ def test_a_client_that_disconnects_ends_its_turn(
         assert next(lines).startswith("data: ")
         assert endless.running == 1
         assert len(endless.runtime.locks) == 1  # the turn holds its conversation
-    deadline = time.monotonic() + 5
-    while endless.running or len(endless.runtime.locks):
-        assert time.monotonic() < deadline, "the turn went on after the client left"
-        time.sleep(0.01)
+    until(
+        lambda: not endless.running and not len(endless.runtime.locks),
+        "the turn ends after the client left",
+    )

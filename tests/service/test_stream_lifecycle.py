@@ -192,7 +192,9 @@ class Bot:
         return Stream(reader, writer)
 
     async def answers_at_once(self) -> None:
-        """The next turn on the conversation is answered and stored within two seconds."""
+        """The next turn on the conversation is answered and stored at once: a slot still held
+        would make it wait the 1 s queue timeout and answer 503, a lock still held would make
+        it wait for good (the time bound only catches a hang on a busy machine)."""
         started = time.monotonic()
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}") as client:
             response = await client.post(
@@ -200,7 +202,7 @@ class Bot:
             )
         assert response.status_code == 200, response.text
         assert response.json()["content"] == "Here at once."
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 10
         turns = await self.store.turns(CID)
         assert turns is not None and len(turns) == 1  # only this turn: nothing of the other
         assert [m.content for m in turns[0].messages] == ["next?", "Here at once."]
@@ -246,9 +248,10 @@ async def test_leaving_before_the_first_text(bot: Bot, mock: MockServer) -> None
     started = time.monotonic()
     stream = await bot.open_stream("slow?")
     await stream.read_until(b'"content":""')
-    # The upstream is silent; the headers and the opening chunk came when the grace ended.
+    # The upstream is silent; the headers and the opening chunk came when the 0.2 s grace
+    # ended, not with the answer the mock holds back 30 s (a busy machine may take seconds).
     assert stream.seen.startswith(b"HTTP/1.1 200 ")
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10
     await stream.read_until(KEEPALIVE)
     await _leave(bot, mock, stream)
 

@@ -78,23 +78,24 @@ def _script(services: dict[str, Any], service: str = "telegram") -> str:
 
 def _stand_in(folder: Path) -> Path:
     """A ``generic-framework`` that records its arguments and upstream, then does FAKE_MODE:
-    ``exit-N``, or ``run`` until SIGTERM (then exits 0, noting it)."""
+    ``exit-N``, or ``run`` until SIGTERM (then exits 0, noting it). Its SIGTERM handler is in
+    place before it records anything: a test signals it once the record is there."""
     folder.mkdir(parents=True)
     program = folder / "generic-framework"
     program.write_text(
         f"#!{sys.executable}\n"
         "import os, signal, sys, time, pathlib\n"
         "out = pathlib.Path(os.environ['FAKE_OUT'])\n"
-        "out.write_text(' '.join(sys.argv[1:]) + '\\n' + os.environ.get('OPENAI_BASE_URL', '')"
-        " + ' ' + os.environ.get('OPENAI_API_KEY', '') + '\\n')\n"
-        "mode = os.environ['FAKE_MODE']\n"
-        "if mode.startswith('exit-'):\n"
-        "    sys.exit(int(mode[5:]))\n"
         "def stop(*_):\n"
         "    with out.open('a') as f:\n"
         "        f.write('stopped\\n')\n"
         "    sys.exit(0)\n"
         "signal.signal(signal.SIGTERM, stop)\n"
+        "out.write_text(' '.join(sys.argv[1:]) + '\\n' + os.environ.get('OPENAI_BASE_URL', '')"
+        " + ' ' + os.environ.get('OPENAI_API_KEY', '') + '\\n')\n"
+        "mode = os.environ['FAKE_MODE']\n"
+        "if mode.startswith('exit-'):\n"
+        "    sys.exit(int(mode[5:]))\n"
         "while True:\n"
         "    time.sleep(0.05)\n"
     )

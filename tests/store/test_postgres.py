@@ -68,16 +68,18 @@ def crash(proc: subprocess.Popen[str]) -> None:
 async def test_a_second_replica_waits_for_the_turn_and_sees_it(url: str) -> None:
     first, second = PostgresStore(url), PostgresStore(url)
     await asyncio.gather(first.open(), second.open())
+    taken = asyncio.Event()
     try:
 
         async def slow_turn() -> None:
             async with first.lock("c") as held:
+                taken.set()
                 assert await held.load(10) == []
                 await asyncio.sleep(0.5)
                 await held.append_turn("p", turn("one"))
 
         async def quick_turn() -> tuple[list[Message], float]:
-            await asyncio.sleep(0.1)  # after the first took the lock
+            await taken.wait()  # after the first took the lock
             started = time.monotonic()
             async with second.lock("c") as held:
                 waited = time.monotonic() - started
@@ -144,6 +146,7 @@ def slots(url: str, store: PostgresStore, limit: int = 2, wait: float = 0.4) -> 
 async def test_the_slots_are_one_budget_across_replicas(url: str, postgres_server: Any) -> None:
     store = PostgresStore(url)
     one, two = slots(url, store), slots(url, store)
+    patient = slots(url, store, wait=30)  # a third replica's call, waiting long enough
     try:
         first = await one.acquire()
         second = await two.acquire()
@@ -156,16 +159,17 @@ async def test_the_slots_are_one_budget_across_replicas(url: str, postgres_serve
         with pytest.raises(UpstreamBusyError) as busy:
             await one.acquire()
         assert busy.value.retry_after is not None and not busy.value.retryable
-        waiter = asyncio.ensure_future(one.acquire())
-        await asyncio.sleep(0.1)
+        waiter = asyncio.ensure_future(patient.acquire())
+        await asyncio.sleep(0.1)  # a chance to start polling (it finds the slot either way)
         await second.release()  # the other replica gives one back: the waiter polls it up
-        third = await asyncio.wait_for(waiter, 2)
+        third = await asyncio.wait_for(waiter, 30)
         await second.release()  # a second release does nothing
         await first.release()
         await third.release()
     finally:
         await one.aclose()
         await two.aclose()
+        await patient.aclose()
         await store.aclose()
 
 

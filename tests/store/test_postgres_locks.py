@@ -23,6 +23,7 @@ IDLE_IN_TRANSACTION = (
     " AND state IN ('idle in transaction', 'idle in transaction (aborted)')"
 )
 HOLDERS = "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+SLEEPING = f"SELECT count(*) FROM pg_stat_activity WHERE {_OTHERS} AND wait_event = 'PgSleep'"
 
 
 def turn(text: str) -> list[Message]:
@@ -56,19 +57,20 @@ async def test_a_held_turn_keeps_no_transaction_open(url: str, postgres_server: 
 async def test_running_turns_are_not_capped_by_the_pool(url: str) -> None:
     store = PostgresStore(url, pool_size=1)
     await store.open()
+    work = 1.0  # each turn's model time: the five others' overhead must fit in it
 
     async def one(cid: str) -> None:
         async with store.lock(cid) as held:
             await held.load(10)
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(work)
             await held.append_turn("p", turn(cid))
 
     try:
         started = time.monotonic()
         await asyncio.gather(*(one(f"c{i}") for i in range(6)))
-        # Six turns at once, not one after another (3 s on the one pooled connection); the
+        # Six turns at once, not one after another (6 s on the one pooled connection); the
         # bound is that, not a guess at a loaded machine's overhead.
-        assert time.monotonic() - started < 6 * 0.5
+        assert time.monotonic() - started < 6 * work
         assert len(await store.conversation_ids()) == 6
     finally:
         await store.aclose()
@@ -224,12 +226,13 @@ async def test_the_turn_and_the_release_are_one_statement_and_the_lock_outlives_
 
     store = PostgresStore(url)
     await store.open()
-    # The turn's statement sleeps at its end, after its writes, before its commit.
+    # The turn's statement sleeps at its end, after its writes, before its commit: long
+    # enough for two checks from new connections on a busy machine.
     await query(
         postgres_server,
         url,
         "CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS"
-        " $$ BEGIN PERFORM pg_sleep(0.8); RETURN NULL; END $$;"
+        " $$ BEGIN PERFORM pg_sleep(3); RETURN NULL; END $$;"
         " CREATE TRIGGER slow AFTER INSERT ON messages FOR EACH STATEMENT EXECUTE FUNCTION slow()",
     )
     sent: list[str] = []
@@ -244,7 +247,9 @@ async def test_the_turn_and_the_release_are_one_statement_and_the_lock_outlives_
             await held.load(1)
             monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted)
             writing = asyncio.ensure_future(held.append_turn("p", turn("one")))
-            await asyncio.sleep(0.3)
+            deadline = time.monotonic() + 30
+            while await query(postgres_server, url, SLEEPING) != [(1,)]:  # in the trigger
+                assert time.monotonic() < deadline, "the write never reached its trigger"
             # Uncommitted: another session can neither take the conversation nor see the turn.
             key = conversation_key("c")
             assert await query(postgres_server, url, f"SELECT pg_try_advisory_lock({key})") == [

@@ -94,9 +94,10 @@ async def test_a_lapsed_lease_is_taken_over_and_the_old_holder_cannot_finish(
     store: ConversationStore,
 ) -> None:
     # The holder died mid-turn: it stops renewing, and once the lease lapses a retry runs.
-    dead = await store.claim_key("c", "k", "fp", lease=0.3, keep=DAY)
-    assert (await store.claim_key("c", "k", "fp", lease=0.3, keep=DAY)).outcome == "running"
-    await asyncio.sleep(0.5)
+    # A lease a busy machine's next claim comes well within, then waited out.
+    dead = await store.claim_key("c", "k", "fp", lease=1.0, keep=DAY)
+    assert (await store.claim_key("c", "k", "fp", lease=1.0, keep=DAY)).outcome == "running"
+    await asyncio.sleep(1.2)
     taker = await store.claim_key("c", "k", "fp", lease=30, keep=DAY)
     assert taker.outcome == "run" and taker.token != dead.token
     assert not await store.renew_key("c", "k", dead.token, lease=30)

@@ -84,7 +84,7 @@ class BotProcess:
         """True once the bot has started (a subclass for another platform says when)."""
         return bool(self.fake.calls_to("deleteWebhook"))
 
-    def start(self, timeout: float = 30.0) -> BotProcess:
+    def start(self, timeout: float = 60.0) -> BotProcess:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "generic_framework", self.command, *self.args],

@@ -218,6 +218,12 @@ class FakeBotAPI(Chats):
     # -- scripting ---------------------------------------------------------------------------
 
     @property
+    def waiting_polls(self) -> int:
+        """How many getUpdates long polls wait at the fake for an update right now."""
+        with self._cond:
+            return len(self._waiters)
+
+    @property
     def conflict(self) -> bool:
         """True: getUpdates answers 409, as when a second poller runs (a waiting poll too)."""
         return self._conflict

@@ -24,6 +24,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from support import wait_for
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 from telegram_html import HtmlError, parse_html
 
@@ -142,12 +143,12 @@ async def test_the_token_is_in_no_log_line(
 
 async def test_a_long_poll_wakes_when_an_update_is_pushed(fake_bot_api: FakeBotAPI) -> None:
     async with bot(fake_bot_api) as client:
-        started = time.monotonic()
         poll = asyncio.create_task(client.get_updates(timeout=10))
-        await asyncio.sleep(0.3)
+        await wait_for(lambda: fake_bot_api.waiting_polls == 1, "the poll waits at the fake")
+        pushed = time.monotonic()
         update_id = fake_bot_api.push(fake_bot_api.text("hello"))
         updates = await poll
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - pushed < 5  # the poll's own timeout is 10 s
         assert [u.update_id for u in updates] == [update_id]
         assert updates[0].message is not None and updates[0].message.text == "hello"
 
@@ -182,12 +183,12 @@ async def test_offset_confirms_limit_caps_and_allowed_updates_filter(
 async def test_conflict_answers_409_even_to_a_waiting_poll(fake_bot_api: FakeBotAPI) -> None:
     async with bot(fake_bot_api) as client:
         poll = asyncio.create_task(client.get_updates(timeout=10))
-        await asyncio.sleep(0.3)
+        await wait_for(lambda: fake_bot_api.waiting_polls == 1, "the poll waits at the fake")
         started = time.monotonic()
         fake_bot_api.conflict = True
         with pytest.raises(telegram.error.Conflict):
             await poll
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 5  # the poll's own timeout is 10 s
     answer = raw(fake_bot_api, "getUpdates")
     assert answer.status_code == 409
     assert answer.json() == {"ok": False, "error_code": 409, "description": CONFLICT_POLLING}

@@ -9,6 +9,7 @@ from itertools import pairwise
 
 import pytest
 from fake_bot_api import FakeBotAPI
+from support import wait_for
 from telegram import Bot
 
 from generic_framework.chats import live
@@ -70,8 +71,14 @@ async def test_a_private_draft_is_renewed_while_a_long_search_runs(
     monkeypatch.setattr(live, "DRAFT_RENEW", 0.4)  # Telegram's 30 s, shrunk to the test's
     monkeypatch.setattr(live, "TYPING_EVERY", 0.2)
 
+    def searching() -> int:
+        drafts = fake_bot_api.calls_to("sendMessageDraft")
+        return [c.params["text"] for c in drafts].count("Searching the web…")
+
     async def slow_search() -> AsyncIterator[PersonaEvent]:
-        await asyncio.sleep(1.5)
+        # The search lasts until the draft was renewed twice (about 0.8 s on a quiet machine;
+        # a busy one renews later, not less often).
+        await wait_for(lambda: searching() >= 3, "the draft renewed twice", 30)
         yield TextDelta("It is sunny.")
         yield Done(Reply(content="It is sunny."))
 
