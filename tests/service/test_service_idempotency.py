@@ -36,7 +36,7 @@ def _turn(bot: Process, cid: str, key: str | None, text: str = CAPITAL, **extra:
 
 
 def _turns(bot: Process, cid: str) -> int:
-    response = httpx.get(f"{bot.url}/v1/conversations/{cid}", headers=AUTH)
+    response = httpx.get(f"{bot.url}/v1/conversations/{cid}", headers=AUTH, timeout=30)
     return 0 if response.status_code == 404 else len(response.json()["turns"])
 
 
@@ -86,7 +86,8 @@ def test_chat_completions_replay_the_same_completion(stack: Process) -> None:
     fresh = httpx.post(url, json=ask, headers={**AUTH, "Idempotency-Key": "other"}, timeout=30)
     assert fresh.json()["id"] != first.json()["id"]
     # Keys are per caller: without the token's caller, the same key is another caller's.
-    assert httpx.post(url, json=ask, headers={"Idempotency-Key": "a"}).status_code == 401
+    anonymous = httpx.post(url, json=ask, headers={"Idempotency-Key": "a"}, timeout=30)
+    assert anonymous.status_code == 401
 
 
 def test_the_openai_client_retries_a_409_and_gets_the_first_answer(tmp_path: Path) -> None:
