@@ -115,20 +115,17 @@ def _settle_params(conversation_id: str, settles: ClaimRef | None) -> list[Any]:
     return [conversation_id, settles.owner, settles.key, settles.token]
 
 
-LOAD_HISTORY = (
-    "SELECT body FROM messages WHERE conversation_id = %s AND turn >"
-    " (SELECT turns FROM conversations WHERE id = %s) - %s ORDER BY turn, seq"
+_HISTORY_READ = (
+    "SELECT body FROM messages WHERE conversation_id = {id} AND turn >"
+    " (SELECT turns FROM conversations WHERE id = {id}) - {turns} ORDER BY turn, seq"
 )
+LOAD_HISTORY = _HISTORY_READ.format(id="%s", turns="%s")
 """The messages of a conversation's last turns, oldest first (parameters: its id twice, then
 how many turns)."""
 HISTORY = "gf_history"
 """The same read prepared in the session holding the conversations (arguments: the id, then how
 many turns); ``PostgresStore.lock`` sends it with the lock's try."""
-PREPARE = (
-    f"PREPARE {HISTORY} (text, integer) AS SELECT body FROM messages"  # noqa: S608
-    " WHERE conversation_id = $1"
-    " AND turn > (SELECT turns FROM conversations WHERE id = $1) - $2 ORDER BY turn, seq"
-)
+PREPARE = f"PREPARE {HISTORY} (text, integer) AS " + _HISTORY_READ.format(id="$1", turns="$2")
 """What the session holding the conversations prepares when it connects."""
 
 
