@@ -21,20 +21,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
 from generic_framework.core.resources import Resources
 from generic_framework.core.spec import PersonaSpec
 from generic_framework.errors import ConfigError
 from generic_framework.telemetry import Telemetry
-from generic_framework.wire.client import GLMClient
 from generic_framework.wire.model import ChatModel
 
 if TYPE_CHECKING:
+    import httpx
+
     from generic_framework.store.base import ConversationStore
     from generic_framework.turns import TurnService
+    from generic_framework.wire.client import GLMClient
 
 __all__ = ["Runtime", "choose_spec", "default_persona", "read_specs"]
 

@@ -29,18 +29,17 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcon
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
-import httpx
-
 from generic_framework.config import Settings
 from generic_framework.core.locks import ConversationLocks
 from generic_framework.errors import ConfigError
 from generic_framework.store import is_postgres_url, open_store
 from generic_framework.telemetry import Telemetry
-from generic_framework.wire.client import GLMClient
 from generic_framework.wire.model import ChatModel
 from generic_framework.wire.slots import LocalSlots, UpstreamSlots
 
 if TYPE_CHECKING:
+    import httpx
+
     from generic_framework.mcp_tools.sessions import MCPSessions
 
     # The store package (sqlite3 and its message adapter, about 3 ms) is imported when a
@@ -50,6 +49,10 @@ if TYPE_CHECKING:
     from generic_framework.store.keys import ClaimStore
     from generic_framework.store.memories import MemoryStore
     from generic_framework.store.users import UserAdmin
+
+    # The wire client and httpx under it (about a third of the public import) are imported
+    # when the first client is made (0704).
+    from generic_framework.wire.client import GLMClient
 
 __all__ = ["Resources", "budget_id"]
 
@@ -265,6 +268,8 @@ class Resources:
 
     def _new_client(self, slots: UpstreamSlots) -> GLMClient:
         """An owned client taking its slots from ``slots`` and reporting to the metrics."""
+        from generic_framework.wire.client import GLMClient
+
         metrics = self.telemetry.metrics
         client = GLMClient(self.settings, transport=self._transport, observer=metrics, slots=slots)
         metrics.watch(client)

@@ -50,10 +50,12 @@ ALLOWED: dict[str, set[str]] = {
     # JSON Schema checks: only for turns that ask for a json_schema answer (55-79 ms).
     "core/options.py": {"jsonschema", "jsonschema.exceptions", "jsonschema.validators"},
     # The upstream budget shared on PostgreSQL: only with a postgresql:// DATABASE_URL; the
-    # MCP sessions: only for a persona with MCP servers or search in mcp mode.
+    # MCP sessions: only for a persona with MCP servers or search in mcp mode. The wire client
+    # (and httpx): when the first client is made, not by the public import.
     "core/resources.py": {
         "generic_framework.mcp_tools.sessions",
         "generic_framework.store.postgres_slots",
+        "generic_framework.wire.client",
     },
     # A turn without a conversation or a caller loads no store module.
     "core/persona.py": {"generic_framework.store.users"},

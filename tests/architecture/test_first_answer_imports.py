@@ -5,9 +5,9 @@ server; then ``sys.modules`` is read. A persona without MCP servers loads no MCP
 code, and a turn without a conversation or a caller loads no store module and not the edges'
 turn service. The same probe with an MCP server declared, and with a stored conversation,
 shows the modules are the ones those turns load (so the probe sees what it claims to).
-The public import alone loads none of them either, and neither it nor a plain first answer
-builds the validators of the models only streams and the Web Search and Reader APIs use
-(``defer_build``).
+The public import alone loads none of them either, nor the wire client and httpx under it (the
+first client made imports them), and neither it nor a plain first answer builds the validators
+of the models only streams and the Web Search and Reader APIs use (``defer_build``).
 """
 
 from __future__ import annotations
@@ -81,6 +81,9 @@ NOT_ON_A_PLAIN_FIRST_ANSWER = (
     "sqlite3",
 )
 
+NOT_ON_THE_PUBLIC_IMPORT = ("generic_framework.wire.client", "httpx", "httpcore")
+"""What the first client made imports: the public import (with ``Runtime``) leaves them to it."""
+
 
 @pytest.fixture(scope="module")
 def mock() -> Iterator[MockServer]:
@@ -114,6 +117,8 @@ def test_a_plain_first_answer_loads_no_mcp_store_or_edge_modules(
     assert "generic_framework.core.persona" in found["modules"]
     assert [name for name in NOT_ON_A_PLAIN_FIRST_ANSWER if name in found["modules"]] == []
     assert found["built"] == []
+    # The control for the public import's probe: the answer did load the client.
+    assert set(NOT_ON_THE_PUBLIC_IMPORT) <= set(found["modules"])
 
 
 def test_the_public_import_loads_none_of_them_and_builds_no_deferred_model(
@@ -122,6 +127,7 @@ def test_the_public_import_loads_none_of_them_and_builds_no_deferred_model(
     found = _probe(mock, tmp_path, "import")
     assert {"generic_framework.core.persona", "generic_framework.config"} <= set(found["modules"])
     assert [name for name in NOT_ON_A_PLAIN_FIRST_ANSWER if name in found["modules"]] == []
+    assert [name for name in NOT_ON_THE_PUBLIC_IMPORT if name in found["modules"]] == []
     assert found["built"] == []
 
 
