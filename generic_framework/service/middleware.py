@@ -27,6 +27,7 @@ import ipaddress
 import json
 from collections.abc import Iterable
 
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from generic_framework.service.errors import error_body
@@ -272,14 +273,16 @@ class JsonOnlyMiddleware:
     ``DELETE`` that has a body or a content type (a bare ``DELETE`` cannot be sent across sites
     without a CORS preflight anyway). Form posts and ``text/plain`` fetches, which another site
     can make a browser send without asking, are refused before the body is read. A request with
-    ``Authorization`` cannot come from such a page, so token clients are not checked.
+    ``Authorization`` cannot come from such a page, so token clients are not checked. A method
+    no route takes at that path, or a path no route has, is left to the router's 405 or 404:
+    nothing would change state, and the answer names what is wrong.
     """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._ok(scope):
+        if scope["type"] != "http" or self._ok(scope) or not _routed(scope):
             await self.app(scope, receive, send)
             return
         kind = _header(scope, b"content-type")
@@ -303,6 +306,15 @@ class JsonOnlyMiddleware:
             return not has_body
         media = (kind or "").split(";")[0].strip().lower()
         return media == "application/json"
+
+
+def _routed(scope: Scope) -> bool:
+    """True when a route of the application takes this method at this path (true as well
+    outside a Starlette application, whose routes are not known here)."""
+    routes = getattr(getattr(scope.get("app"), "router", None), "routes", None)
+    if routes is None:
+        return True
+    return any(route.matches(scope)[0] is Match.FULL for route in routes)
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -190,6 +190,19 @@ async def test_simple_cross_site_posts_are_refused(
     assert persona.calls == []
 
 
+async def test_a_method_or_path_no_route_takes_is_the_routers_405_or_404(
+    client_for: Client,
+) -> None:
+    async with client_for() as client:
+        put = await client.put("/healthz")
+        nowhere = await client.post("/v1/no-such-endpoint", content=b"x")
+        form = await client.post("/v1/chat/completions", content=b"x")
+    assert put.status_code == 405
+    assert put.headers["allow"] == "GET, HEAD"
+    assert nowhere.status_code == 404
+    assert form.status_code == 415  # the route takes POST: refused before its body is read
+
+
 async def test_json_with_parameters_and_bare_deletes_are_accepted(client_for: Client) -> None:
     async with client_for() as client:
         charset = {"Content-Type": "Application/JSON; charset=utf-8"}
