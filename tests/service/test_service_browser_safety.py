@@ -198,7 +198,7 @@ async def test_a_method_or_path_no_route_takes_is_the_routers_405_or_404(
         nowhere = await client.post("/v1/no-such-endpoint", content=b"x")
         form = await client.post("/v1/chat/completions", content=b"x")
     assert put.status_code == 405
-    assert put.headers["allow"] == "GET, HEAD"
+    assert set(put.headers["allow"].split(", ")) == {"GET", "HEAD"}
     assert nowhere.status_code == 404
     assert form.status_code == 415  # the route takes POST: refused before its body is read
 
