@@ -7,9 +7,11 @@ environment themselves."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -109,4 +111,16 @@ def postgres_server() -> Iterator[Any]:
     try:
         yield server
     finally:
-        server.destroy()
+        # Stopped here; its files (every test's database: tens of thousands of files by the
+        # end, a minute to delete under disk load) go when the session finishes, not on the
+        # clock of whichever test ran last.
+        server.stop("immediate")
+        _REMOVE_AT_THE_END.append(server.root)
+
+
+_REMOVE_AT_THE_END: list[Path] = []
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for root in _REMOVE_AT_THE_END:
+        shutil.rmtree(root, ignore_errors=True)
