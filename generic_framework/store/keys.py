@@ -13,7 +13,11 @@ A running claim may also be **settled by a stored turn**: the store writes the t
 the claim ``stored`` (with the turn's conversation and number) in one transaction, when the turn
 is stored with the claim's :class:`ClaimRef` (``append_turn(..., settles=ref)``). A holder that
 dies between storing its turn and finishing its claim then leaves a claim that says where its
-answer is, instead of one whose lapsed lease lets a retry run the turn again.
+answer is, instead of one whose lapsed lease lets a retry run the turn again. While the holder's
+lease holds (it is keeping its answer, a matter of milliseconds), a retry is told the claim is
+``running`` and to come back after :data:`FINISHING_RETRY_AFTER`: it then gets the kept answer,
+byte for byte, not one rebuilt from the stored turn. A holder that lets go of a settled claim
+(its client left) ends its lease, so a retry gets the stored turn at once.
 
 :class:`ClaimStore` is what both backends implement; :class:`Claim` is the outcome of a claim.
 """
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 __all__ = [
+    "FINISHING_RETRY_AFTER",
     "KEEP_SECONDS",
     "LEASE_SECONDS",
     "PURGE_EVERY",
@@ -41,6 +46,9 @@ KEEP_SECONDS = 86_400.0
 LEASE_SECONDS = 30.0
 """How long a claim holds without renewal: a replica that dies mid-turn frees its keys after
 this; a running one renews every third of it."""
+FINISHING_RETRY_AFTER = 1.0
+"""Seconds a retry is told to wait while the live holder of a claim settled by its stored turn
+keeps its answer."""
 PURGE_EVERY = 60.0
 """Seconds between two purges of expired keys by one store (a claim runs it when due)."""
 Outcome = Literal["run", "done", "stored", "running", "mismatch"]

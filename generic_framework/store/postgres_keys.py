@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generic_framework.store.keys import Claim, new_token
+from generic_framework.store.keys import FINISHING_RETRY_AFTER, Claim, new_token
 from generic_framework.store.postgres_schema import advisory_key
 
 __all__ = ["claim", "finish", "purge", "release", "renew"]
@@ -50,6 +50,8 @@ async def claim(conn: Any, caller: str, key: str, tag: str, lease: float, keep: 
     if state == "done":
         return Claim("done", value=bytes(value))
     if state == "stored":
+        if remaining > 0:  # its holder is keeping the answer: that answer, not a rebuilt one
+            return Claim("running", retry_after=min(float(remaining), FINISHING_RETRY_AFTER))
         return Claim("stored", value=bytes(value))
     if remaining > 0:
         return Claim("running", retry_after=float(remaining))
@@ -83,11 +85,13 @@ async def finish(conn: Any, caller: str, key: str, token: str, value: bytes) -> 
 
 
 async def release(conn: Any, caller: str, key: str, token: str) -> None:
-    """Forget a claimed key."""
+    """Forget a claimed key; a claim its stored turn settled is kept, its lease ended."""
     await conn.execute(
-        "DELETE FROM idempotency_keys"
-        " WHERE caller = %s AND key = %s AND token = %s AND state = 'running'",
-        (caller, key, token),
+        "WITH gone AS (DELETE FROM idempotency_keys"
+        " WHERE caller = %s AND key = %s AND token = %s AND state = 'running')"
+        " UPDATE idempotency_keys SET lease_until = now()"
+        " WHERE caller = %s AND key = %s AND token = %s AND state = 'stored'",
+        (caller, key, token, caller, key, token),
     )
 
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from generic_framework.store.keys import Claim, ClaimRef, new_token, settled_value
+from generic_framework.store.keys import (
+    FINISHING_RETRY_AFTER,
+    Claim,
+    ClaimRef,
+    new_token,
+    settled_value,
+)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -79,6 +85,8 @@ def _claim(
     if state == "done":
         return Claim("done", value=bytes(value))
     if state == "stored":
+        if lease_until > now:  # its holder is keeping the answer: that answer, not a rebuilt one
+            return Claim("running", retry_after=min(lease_until - now, FINISHING_RETRY_AFTER))
         return Claim("stored", value=bytes(value))
     if lease_until > now:
         return Claim("running", retry_after=lease_until - now)
@@ -120,12 +128,17 @@ def settle(db: sqlite3.Connection, ref: ClaimRef, conversation_id: str, turn: in
 
 
 def release(db: sqlite3.Connection, caller: str, key: str, token: str) -> None:
-    """Forget a claimed key."""
+    """Forget a claimed key; a claim its stored turn settled is kept, its lease ended."""
     sql = (
         "DELETE FROM idempotency_keys"
         " WHERE caller = ? AND key = ? AND token = ? AND state = 'running'"
     )
-    write_one(db, sql, (caller, key, token))
+    if not write_one(db, sql, (caller, key, token)):
+        sql = (
+            "UPDATE idempotency_keys SET lease_until = ?"
+            " WHERE caller = ? AND key = ? AND token = ? AND state = 'stored'"
+        )
+        write_one(db, sql, (time.time(), caller, key, token))
 
 
 def purge(db: sqlite3.Connection) -> int:

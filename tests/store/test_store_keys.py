@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from generic_framework.store import ConversationStore
-from generic_framework.store.keys import ClaimRef, settled_turn
+from generic_framework.store.keys import FINISHING_RETRY_AFTER, ClaimRef, settled_turn
 from generic_framework.wire.messages import AssistantMessage, UserMessage
 
 MakeStore = Callable[[], ConversationStore]
@@ -72,9 +72,29 @@ async def test_a_turn_settles_only_its_own_running_claim(store: ConversationStor
     await store.append_turn("c", "scout", _turn("c"), settles=ClaimRef("bob", "k2", other.token))
     assert (await store.claim_key("bob", "k2", "fp", lease=30, keep=DAY)).value == b"kept"
     await store.append_turn("c", "scout", _turn("d"), settles=ClaimRef("bob", "k", mine.token))
+    await store.release_key("bob", "k", mine.token)  # its holder lets go: the turn answers
     settled = await store.claim_key("bob", "k", "fp", lease=30, keep=DAY)
     assert settled.outcome == "stored" and settled_turn(settled.value) == ("c", 4)
     assert [t.turn for t in await store.turns("c") or []] == [1, 2, 3, 4]
+
+
+async def test_a_settled_claim_whose_holder_is_alive_waits_for_its_kept_answer(
+    store: ConversationStore,
+) -> None:
+    # Between storing its turn and keeping its answer the holder is alive: a retry is told to
+    # come back shortly and then gets that answer, the same bytes, not one rebuilt from the
+    # stored turn. Letting go (its client left) ends the lease: the stored turn answers at once.
+    claim = await store.claim_key("eve", "k", "fp", lease=30, keep=DAY)
+    await store.append_turn("c", "scout", _turn("a"), settles=ClaimRef("eve", "k", claim.token))
+    early = await store.claim_key("eve", "k", "fp", lease=30, keep=DAY)
+    assert early.outcome == "running" and 0 < early.retry_after <= FINISHING_RETRY_AFTER
+    assert await store.finish_key("eve", "k", claim.token, b"200 x/y\n{}")
+    assert (await store.claim_key("eve", "k", "fp", lease=30, keep=DAY)).value == b"200 x/y\n{}"
+    left = await store.claim_key("eve", "k2", "fp", lease=30, keep=DAY)
+    await store.append_turn("c", "scout", _turn("b"), settles=ClaimRef("eve", "k2", left.token))
+    await store.release_key("eve", "k2", left.token)
+    after = await store.claim_key("eve", "k2", "fp", lease=30, keep=DAY)
+    assert after.outcome == "stored" and settled_turn(after.value) == ("c", 2)
 
 
 async def test_keys_are_per_caller_and_bound_to_their_request(store: ConversationStore) -> None:
