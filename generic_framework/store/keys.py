@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 __all__ = [
     "FINISHING_RETRY_AFTER",
@@ -36,6 +36,7 @@ __all__ = [
     "Claim",
     "ClaimRef",
     "ClaimStore",
+    "held_claim",
     "new_token",
     "settled_turn",
     "settled_value",
@@ -125,6 +126,23 @@ class ClaimStore(Protocol):
         """Forget a running claim: a retry claims it again. A claim settled by a stored turn
         stays: its turn was stored, a retry gets it."""
         ...
+
+
+def held_claim(tag: str, held_tag: str, state: str, remaining: float, value: Any) -> Claim | None:
+    """The outcome of claiming a key someone claimed before (tag ``held_tag``, ``remaining``
+    seconds of its lease left); ``None`` when its holder's lease lapsed mid-turn and the caller
+    takes it over. The one rule of both backends."""
+    if held_tag != tag:
+        return Claim("mismatch")
+    if state == "done":
+        return Claim("done", value=bytes(value))
+    if state == "stored":
+        if remaining > 0:  # its holder is keeping the answer: that answer, not a rebuilt one
+            return Claim("running", retry_after=min(remaining, FINISHING_RETRY_AFTER))
+        return Claim("stored", value=bytes(value))
+    if remaining > 0:
+        return Claim("running", retry_after=remaining)
+    return None
 
 
 def new_token() -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generic_framework.store.keys import FINISHING_RETRY_AFTER, Claim, new_token
+from generic_framework.store.keys import Claim, held_claim, new_token
 from generic_framework.store.postgres_schema import advisory_key
 
 __all__ = ["claim", "finish", "purge", "release", "renew"]
@@ -45,16 +45,9 @@ async def claim(conn: Any, caller: str, key: str, tag: str, lease: float, keep: 
         )
         return Claim("run", token)
     held_tag, state, remaining, _, value = row
-    if held_tag != tag:
-        return Claim("mismatch")
-    if state == "done":
-        return Claim("done", value=bytes(value))
-    if state == "stored":
-        if remaining > 0:  # its holder is keeping the answer: that answer, not a rebuilt one
-            return Claim("running", retry_after=min(float(remaining), FINISHING_RETRY_AFTER))
-        return Claim("stored", value=bytes(value))
-    if remaining > 0:
-        return Claim("running", retry_after=float(remaining))
+    found = held_claim(tag, held_tag, state, float(remaining), value)
+    if found is not None:
+        return found
     # The holder's lease lapsed (its replica died mid-turn): this request takes the key over.
     await conn.execute(
         "UPDATE idempotency_keys SET token = %s, lease_until = now() + make_interval(secs => %s)"

@@ -12,13 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from generic_framework.store.keys import (
-    FINISHING_RETRY_AFTER,
-    Claim,
-    ClaimRef,
-    new_token,
-    settled_value,
-)
+from generic_framework.store.keys import Claim, ClaimRef, held_claim, new_token, settled_value
 
 if TYPE_CHECKING:
     import sqlite3
@@ -80,16 +74,9 @@ def _claim(
         )
         return Claim("run", token)
     held_tag, state, lease_until, _, value = row
-    if held_tag != tag:
-        return Claim("mismatch")
-    if state == "done":
-        return Claim("done", value=bytes(value))
-    if state == "stored":
-        if lease_until > now:  # its holder is keeping the answer: that answer, not a rebuilt one
-            return Claim("running", retry_after=min(lease_until - now, FINISHING_RETRY_AFTER))
-        return Claim("stored", value=bytes(value))
-    if lease_until > now:
-        return Claim("running", retry_after=lease_until - now)
+    found = held_claim(tag, held_tag, state, lease_until - now, value)
+    if found is not None:
+        return found
     # The holder's lease lapsed (its replica died mid-turn): this request takes the key over.
     db.execute(
         "UPDATE idempotency_keys SET token = ?, lease_until = ? WHERE caller = ? AND key = ?",
