@@ -24,6 +24,24 @@ from generic_framework.wire.slots import SlotLease
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# asyncio's debug mode (``-X dev``, ``PYTHONDEVMODE=1``) reports every step over 0.1 s. On a
+# loaded machine an ordinary step (a first import, a worker thread's hand-over) can cross that
+# line by chance; a step that blocks the loop for a second is a bug whatever the load.
+SLOW_STEP = re.compile(r"^Executing <.*> took (\d+\.\d+) seconds$", re.MULTILINE)
+BLOCKING = 1.0
+DEV_MODE_NOISE = ("Warning", "Traceback", "Exception ignored", "Executing <", "was never awaited")
+
+
+def assert_quiet(stderr: str) -> str:
+    """Fail on any leak, warning or loop-blocking step in a development-mode process's
+    ``stderr``; returns it without the sub-second slow steps."""
+    assert all(float(took) < BLOCKING for took in SLOW_STEP.findall(stderr)), stderr
+    stderr = re.sub(r"\n{2,}", "\n", SLOW_STEP.sub("", stderr)).lstrip("\n")
+    for needle in DEV_MODE_NOISE:
+        assert needle not in stderr, stderr
+    return stderr
+
+
 def run_cli(
     args: list[str],
     env: dict[str, str],
@@ -54,6 +72,11 @@ def start_cli(
     return subprocess.Popen(
         [sys.executable, "-m", "generic_framework", *args], env=env, cwd=cwd or ROOT, **streams
     )
+
+
+async def every_upstream_reachable(host: str, port: int, seconds: float) -> None:
+    """A ``connect`` for :class:`~generic_framework.service.readiness.UpstreamProbe` that finds
+    every upstream reachable: ``/readyz`` never looks up the real endpoint's name offline."""
 
 
 def healthy(url: str) -> bool:

@@ -8,12 +8,12 @@ the lines the CLI means to print.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support import assert_quiet
 
 from generic_framework.mock import bundled_examples
 
@@ -21,12 +21,6 @@ pytestmark = pytest.mark.e2e
 
 OFFLINE = "offline: no OPENAI_API_KEY set; answering from the embedded mock's recorded fixtures."
 QUESTION = "What is the capital of Canada?"
-NOISE = ("Warning", "Traceback", "Exception ignored", "Executing <", "was never awaited")
-# asyncio's debug mode reports every step over 0.1 s. On a loaded machine an ordinary step (a
-# first import, a worker thread's hand-over) can cross that line by chance; a step that blocks
-# the loop for a second is a bug whatever the load.
-SLOW_STEP = re.compile(r"^Executing <.*> took (\d+\.\d+) seconds$", re.MULTILINE)
-BLOCKING = 1.0
 
 
 def run_dev_mode(
@@ -44,15 +38,6 @@ def run_dev_mode(
         timeout=60,
         check=False,
     )
-
-
-def assert_quiet(stderr: str) -> str:
-    """Fail on any leak or warning; returns ``stderr`` without the sub-second slow steps."""
-    assert all(float(took) < BLOCKING for took in SLOW_STEP.findall(stderr)), stderr
-    stderr = re.sub(r"\n{2,}", "\n", SLOW_STEP.sub("", stderr)).lstrip("\n")
-    for needle in NOISE:
-        assert needle not in stderr, stderr
-    return stderr
 
 
 def test_the_question_is_recorded() -> None:

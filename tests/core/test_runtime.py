@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from support import assert_quiet
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
@@ -162,7 +163,7 @@ asyncio.run(main())
     )
     assert result.returncode == 0, result.stderr
     assert "Ottawa" in result.stdout
-    assert "Warning" not in result.stderr, result.stderr
+    assert_quiet(result.stderr)
 
 
 DATABASE_MODULES = (
