@@ -105,9 +105,11 @@ def no_retry_waits() -> Iterator[None]:
 def postgres_server() -> Iterator[Any]:
     """A throwaway PostgreSQL cluster for the session (see ``postgres_server.py``); skips when
     the server binaries are absent."""
-    from postgres_server import PostgresServer, require_server
+    from postgres_server import PostgresServer, require_server, sweep_abandoned
 
-    server = PostgresServer(require_server()).init()
+    bindir = require_server()
+    sweep_abandoned(bindir)  # clusters of runs killed before their clean-up
+    server = PostgresServer(bindir).init()
     try:
         yield server
     finally:

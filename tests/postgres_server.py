@@ -7,6 +7,11 @@ since the tests never crash the machine, only the server or the clients.
 
 Missing binaries skip the tests that need them, unless ``GF_REQUIRE_POSTGRES=1`` (set by
 ``.ci/run``, which installs them), which fails them instead: CI must not skip silently.
+
+A cluster's directory names the process that made it (``owner``: its pid and start time). A
+run killed before its clean-up leaves its cluster behind, still running and holding its files;
+:func:`sweep_abandoned` (called before a session starts its own) stops and removes those whose
+owner is gone, and leaves alone those of runs still going beside it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -37,6 +43,54 @@ def require_server() -> Path:
     return bindir
 
 
+PREFIX = "gf-pg-"
+OWNER = "owner"
+
+
+def _process_mark(pid: int) -> str:
+    """``pid`` and its start time (so that a reused pid is not taken for the owner); empty
+    when no such process runs."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except FileNotFoundError:
+        return ""
+    except OSError:  # no /proc here: the pid alone
+        return str(pid) if _alive(pid) else ""
+    # The fields after the command's ")" (which may hold spaces): the 20th is the start time.
+    return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_abandoned(bindir: Path, where: Path | None = None) -> list[Path]:
+    """Stop and remove the clusters under ``where`` (the temporary directory) whose owner
+    process is gone; the removed directories. A directory without an owner's mark (being made
+    this instant, or not one of ours) is left alone."""
+    removed = []
+    for root in sorted(Path(where or tempfile.gettempdir()).glob(PREFIX + "*")):
+        try:
+            mark = (root / OWNER).read_text(encoding="ascii").strip()
+            owner = int(mark.split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if _process_mark(owner) == mark:
+            continue  # its run is still going
+        if (root / "data" / "postmaster.pid").exists():
+            with suppress(subprocess.SubprocessError, OSError):
+                PostgresServer(bindir, root).stop("immediate")
+        shutil.rmtree(root, ignore_errors=True)
+        removed.append(root)
+    return removed
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -46,14 +100,19 @@ def _free_port() -> int:
 class PostgresServer:
     """One cluster: start, stop (fast or like a crash), restart, and fresh databases."""
 
-    def __init__(self, bindir: Path) -> None:
+    def __init__(self, bindir: Path, root: Path | None = None, where: Path | None = None) -> None:
+        """A new cluster's directory under ``where`` (the temporary directory), marked as this
+        process's; or the cluster at ``root`` (to stop one left behind)."""
         self.bindir = bindir
-        self.root = Path(tempfile.mkdtemp(prefix="gf-pg-"))
+        self.root = root or Path(tempfile.mkdtemp(prefix=PREFIX, dir=where))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
         self.port = _free_port()
         self._as_user = os.geteuid() == 0
         self._databases = 0
+        if root is not None:
+            return
+        (self.root / OWNER).write_text(_process_mark(os.getpid()), encoding="ascii")
         if self._as_user:
             entry = pwd.getpwnam(SERVER_USER)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
@@ -142,5 +201,6 @@ class PostgresServer:
             return cursor.fetchall() if cursor.description else []
 
     def destroy(self) -> None:
-        self.stop("immediate")
+        if self.data.exists():
+            self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
