@@ -41,7 +41,7 @@ async def _driver(name: str, url: str, **options: object) -> run_client.Driver:
 
 async def test_the_server_scripts_a_tool_call_then_the_answer(server_url: str) -> None:
     body = {"model": job.MODEL, "messages": [{"role": "user", "content": "hi"}], "tools": job.TOOLS}
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(timeout=30) as http:
         first = (await http.post(f"{server_url}/chat/completions", json=body)).json()
         call = first["choices"][0]["message"]["tool_calls"][0]
         assert first["choices"][0]["finish_reason"] == "tool_calls"
@@ -57,13 +57,13 @@ async def test_the_server_scripts_a_tool_call_then_the_answer(server_url: str) -
 
 async def test_the_server_answers_a_request_without_tools_at_once(server_url: str) -> None:
     body = {"model": job.MODEL, "messages": [{"role": "user", "content": "hi there"}]}
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(timeout=30) as http:
         answer = (await http.post(f"{server_url}/chat/completions", json=body)).json()
     assert answer["choices"][0]["message"]["content"] == "Answer: hi there"
 
 
 async def test_the_server_answers_a_request_that_is_not_a_chat_with_404(server_url: str) -> None:
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(timeout=30) as http:
         probe = await http.get(f"{server_url}/models")
         body = {"model": job.MODEL, "messages": [{"role": "user", "content": "still there"}]}
         answer = await http.post(f"{server_url}/chat/completions", json=body)

@@ -277,7 +277,7 @@ def test_serve_on_a_bracketed_ipv6_loopback(env: dict[str, str], tmp_path: Path)
     try:
         port = wait_logged_port(proc, log, host="[::1]")
         assert port is not None, log.read_text()
-        assert httpx.get(f"http://[::1]:{port}/healthz").json() == {"status": "ok"}
+        assert httpx.get(f"http://[::1]:{port}/healthz", timeout=30).json() == {"status": "ok"}
     finally:
         proc.terminate()
         proc.wait(10)

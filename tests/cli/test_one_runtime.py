@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 from generic_framework.cli.chat import ChatOptions, run_chat
 from generic_framework.core import loader

@@ -72,7 +72,7 @@ def test_serve_announces_the_sockets_it_was_given(caplog: pytest.LogCaptureFixtu
         while f"Uvicorn running on http://[::1]:{port} " not in caplog.text:
             assert time.monotonic() < deadline, caplog.text
             time.sleep(0.01)
-        assert httpx.get(f"http://[::1]:{port}/").text == "hi"
+        assert httpx.get(f"http://[::1]:{port}/", timeout=30).text == "hi"
     server.should_exit = True
     thread.join(10)
     assert not thread.is_alive()

@@ -124,7 +124,7 @@ def test_a_one_shot_chat_uses_the_example_personas_mcp_server_and_leaves_no_chil
                "OPENAI_BASE_URL": f"{mock.url}/api/paas/v4", "DATA_DIR": str(tmp_path / "d"),
                "LLM_MAX_RETRIES": "0"}  # fmt: skip
         done = cli(["chat", "--persona", "notes", "--json", "remember milk"], env)
-        report = httpx.get(f"{mock.url}/mock/report").json()
+        report = httpx.get(f"{mock.url}/mock/report", timeout=30).json()
     assert done.returncode == 0, done.stderr
     # The second request carried the child's answer: the mock matched it exactly.
     assert report["fixtures"][0]["served"] == [1, 1] and report["unmatched"] == 0
@@ -145,7 +145,7 @@ def test_the_service_starts_its_personas_servers_and_stops_them_on_shutdown(
         while not children_of(bot.proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         (child,) = children_of(bot.proc.pid)
-        models = httpx.get(f"{bot.url}/v1/models").json()
+        models = httpx.get(f"{bot.url}/v1/models", timeout=30).json()
     assert "notes" in [m["id"] for m in models["data"]]
     log = (tmp_path / "bot.log").read_text()
     assert "web search: WEB_SEARCH_MODE=auto -> mcp (a Coding Plan endpoint)" in log

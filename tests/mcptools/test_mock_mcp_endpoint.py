@@ -51,7 +51,7 @@ def session(client: httpx.Client) -> dict[str, str]:
 
 
 def test_the_bearer_key_is_checked_on_every_request(server: MockServer) -> None:
-    with httpx.Client(base_url=server.url) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         missing = client.post(MCP_SEARCH_PATH, json=rpc("initialize"))
         wrong = client.post(MCP_SEARCH_PATH, json=rpc("initialize"),
                             headers={"Authorization": "Bearer nope"})  # fmt: skip
@@ -63,7 +63,7 @@ def test_the_bearer_key_is_checked_on_every_request(server: MockServer) -> None:
 
 
 def test_sessions_methods_and_the_transport_rules(server: MockServer) -> None:
-    with httpx.Client(base_url=server.url) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         headers = session(client)
         no_session = client.post(MCP_SEARCH_PATH, json=rpc("tools/list"), headers=AUTH)
         unknown = client.post(MCP_SEARCH_PATH, json=rpc("tools/list"),
@@ -86,7 +86,7 @@ def test_sessions_methods_and_the_transport_rules(server: MockServer) -> None:
 
 
 def test_tools_list_names_the_tools_the_fixtures_call(server: MockServer) -> None:
-    with httpx.Client(base_url=server.url) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         tools = client.post(MCP_SEARCH_PATH, json=rpc("tools/list"), headers=session(client))
     (listed,) = tools.json()["result"]["tools"]
     assert listed["name"] == DEFAULT_TOOL_NAME
@@ -96,7 +96,7 @@ def test_tools_list_names_the_tools_the_fixtures_call(server: MockServer) -> Non
         "search_recency_filter",
     }  # fmt: skip
     server.set_fixtures([])
-    with httpx.Client(base_url=server.url) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         tools = client.post(MCP_SEARCH_PATH, json=rpc("tools/list"), headers=session(client))
     assert [t["name"] for t in tools.json()["result"]["tools"]] == [DEFAULT_TOOL_NAME]
 
@@ -106,7 +106,7 @@ def test_tools_call_is_answered_from_the_fixture_with_the_requests_id(server: Mo
     call = rpc("tools/call", 41, name="web_search_prime",
                arguments={"search_query": QUERY, "count": 3})  # fmt: skip
     other = rpc("tools/call", 42, name="web_search_prime", arguments={"search_query": "no such"})
-    with httpx.Client(base_url=server.url) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         headers = session(client)
         answer = client.post(MCP_SEARCH_PATH, json=call, headers=headers)
         unmatched = client.post(MCP_SEARCH_PATH, json=other, headers=headers)
@@ -128,7 +128,7 @@ def test_faults_apply_to_tools_call(server: MockServer) -> None:
     faulty = mcp_only("denied", [fault])
     server.set_fixtures([faulty])
     call = rpc("tools/call", 3, name="web_search_prime", arguments={"search_query": QUERY})
-    with httpx.Client(base_url=server.url) as client:
+    with httpx.Client(base_url=server.url, timeout=30) as client:
         headers = session(client)
         listed = client.post(MCP_SEARCH_PATH, json=rpc("tools/list"), headers=headers)
         denied = client.post(MCP_SEARCH_PATH, json=call, headers=headers)

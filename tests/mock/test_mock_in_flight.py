@@ -20,7 +20,7 @@ BODY = {"model": "glm-4.7", "messages": [{"role": "user", "content": "hi"}]}
 async def test_the_report_has_the_in_flight_high_water_mark() -> None:
     # Every request is answered 503 after 300 ms: long enough for the requests to overlap.
     app = create_app(fail_rate=1.0, latency_ms=300)
-    async with MockServer(app=app) as server, httpx.AsyncClient() as client:
+    async with MockServer(app=app) as server, httpx.AsyncClient(timeout=30) as client:
         url = f"{server.base_url}/chat/completions"
         headers = {"Authorization": "Bearer k"}
 

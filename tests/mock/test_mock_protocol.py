@@ -417,7 +417,7 @@ def test_other_recorded_paths_are_served_and_unknown_ones_are_404(
     serve(make_fixture("quota", exchange(None, quota, path=path, method="GET"), user_input="q"))
     assert http.get(path).json() == quota
     assert http.get("/api/unknown").json()["error"]["code"] == "1222"
-    assert httpx.get(str(http.base_url) + path).status_code == 401
+    assert httpx.get(str(http.base_url) + path, timeout=30).status_code == 401
 
 
 def test_health_fixtures_report_and_reset(

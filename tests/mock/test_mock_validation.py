@@ -53,7 +53,7 @@ def test_a_valid_request_is_answered(server: MockServer, http: httpx.Client) -> 
 def test_a_missing_or_empty_key_is_401_1001(server: MockServer, header: str | None) -> None:
     headers = {} if header is None else {"Authorization": header}
     response = httpx.post(
-        server.base_url + "/chat/completions", json=chat(user("hello")), headers=headers
+        server.base_url + "/chat/completions", json=chat(user("hello")), headers=headers, timeout=30
     )
     assert error_of(response)[:2] == (401, "1001")
 
@@ -63,6 +63,7 @@ def test_any_non_empty_key_is_accepted_by_default(server: MockServer) -> None:
         server.base_url + "/chat/completions",
         json=chat(user("hello")),
         headers={"Authorization": "Bearer whatever"},
+        timeout=30,
     )
     assert response.status_code == 200
 
@@ -72,14 +73,18 @@ def test_an_unknown_key_is_401_1002_when_keys_are_configured(
 ) -> None:
     server = serve(simple("hello", "hello", "Hi."), api_keys=["good-key"])
     url = server.base_url + "/chat/completions"
-    bad = httpx.post(url, json=chat(user("hello")), headers={"Authorization": "Bearer bad-key"})
-    good = httpx.post(url, json=chat(user("hello")), headers={"Authorization": "Bearer good-key"})
+    bad = httpx.post(
+        url, json=chat(user("hello")), headers={"Authorization": "Bearer bad-key"}, timeout=30
+    )
+    good = httpx.post(
+        url, json=chat(user("hello")), headers={"Authorization": "Bearer good-key"}, timeout=30
+    )
     assert error_of(bad)[:2] == (401, "1002")
     assert good.status_code == 200
 
 
 def test_authentication_is_checked_before_the_body(server: MockServer) -> None:
-    response = httpx.post(server.base_url + "/chat/completions", content=b"not json")
+    response = httpx.post(server.base_url + "/chat/completions", content=b"not json", timeout=30)
     assert error_of(response)[:2] == (401, "1001")
 
 

@@ -283,7 +283,7 @@ async def run_load(config: LoadConfig, tmp: Path) -> LoadResult:
         result.rss_mb["start"] = round(rss_mb(bot), 1)
         warm, turns, elapsed = await drive(bot, config, result)
         result.rss_mb["end"] = round(rss_mb(bot), 1)
-        report = httpx.get(f"{mock.url}/mock/report").json()
+        report = httpx.get(f"{mock.url}/mock/report", timeout=30).json()
         result.mock = {k: report[k] for k in ("requests", "served", "injected", "unmatched")}
         summarise(turns, elapsed, config, result)
         await check_stored(tmp / "data" / "conversations.sqlite3", [*warm, *turns], result)

@@ -107,7 +107,7 @@ async def test_fault(
         personas_dir=PERSONAS,
         **SETTINGS,
     )
-    httpx.post(f"{mock.url}/mock/reset")
+    httpx.post(f"{mock.url}/mock/reset", timeout=30)
     retry.set_testing(not case.real_waits)
     caplog.set_level(logging.WARNING, logger="generic_framework.wire.retry")
     reply: Reply | None = None
@@ -121,7 +121,7 @@ async def test_fault(
 
     check_outcome(expected_of(case), reply, error)
     retries = [r for r in caplog.records if r.name == "generic_framework.wire.retry"]
-    report: dict[str, Any] = httpx.get(f"{mock.url}/mock/report").json()
+    report: dict[str, Any] = httpx.get(f"{mock.url}/mock/report", timeout=30).json()
     if case.refused:  # nothing reached the mock: count the attempts the retry policy logged
         assert len(retries) + 1 == case.requests
     else:

@@ -112,7 +112,7 @@ async def test_fault_through_the_service(
     case: Case, stack: tuple[Process, Process, Path], store: SQLiteStore
 ) -> None:
     mock, bot, _ = stack
-    httpx.post(f"{mock.url}/mock/reset")
+    httpx.post(f"{mock.url}/mock/reset", timeout=30)
     started = time.monotonic()
     async with httpx.AsyncClient(headers=AUTH, timeout=30) as client:
         response = await client.post(
@@ -122,7 +122,7 @@ async def test_fault_through_the_service(
     elapsed = time.monotonic() - started
 
     reply = check_http(case, expected_of(case), response)
-    report = httpx.get(f"{mock.url}/mock/report").json()
+    report = httpx.get(f"{mock.url}/mock/report", timeout=30).json()
     assert report["requests"] == case.requests
     assert (report["rejected"], report["unmatched"]) == (0, 0)
     assert elapsed < case.deadline + BACKOFF

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 from service_fakes import TOKEN, FakePersona
+from support import every_upstream_reachable
 
 from generic_framework.config import Settings
 from generic_framework.runtime import Runtime
@@ -39,14 +40,10 @@ _SETTINGS = Settings.defaults(
 )
 
 
-async def _reachable(host: str, port: int, seconds: float) -> None:
-    """Every upstream is reachable: /readyz must not look up the real endpoint's name."""
-
-
 APP = create_app(
     runtime=Runtime(_SETTINGS, store=_STORE),
     personas={"scout": FakePersona(), "helper": FakePersona("helper")},
-    upstream_probe=UpstreamProbe(_SETTINGS, connect=_reachable),
+    upstream_probe=UpstreamProbe(_SETTINGS, connect=every_upstream_reachable),
 )
 # 413 (body over BOT_MAX_BODY) is a rejection too: large generated bodies are refused before
 # validation, which is the point of the limit.

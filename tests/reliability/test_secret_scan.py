@@ -237,7 +237,7 @@ def test_service_errors_and_debug_log_hold_no_key(tmp_path: Path) -> None:
                 turn = {"persona": "scout", "content": text}
                 bodies.append(httpx.post(url, json=turn, headers=auth, timeout=30).content)
             for path in ("/v1/conversations/c1", "/v1/models", "/readyz", "/openapi.json", "/"):
-                bodies.append(httpx.get(f"{bot.url}{path}", headers=auth).content)
+                bodies.append(httpx.get(f"{bot.url}{path}", headers=auth, timeout=30).content)
             bodies += refused_requests(bot.url, auth)
     assert any(b"API key was refused" in body for body in bodies)
     assert any(b"upstream_error" in body for body in bodies)
@@ -265,7 +265,7 @@ def test_json_logs_metrics_and_traces_hold_no_key(tmp_path: Path) -> None:
                 url = f"{bot.url}/v1/chat/completions"
                 bodies.append(httpx.post(url, json=body, headers=auth, timeout=30).content)
             for path in ("/metrics", "/readyz"):
-                bodies.append(httpx.get(f"{bot.url}{path}", headers=auth).content)
+                bodies.append(httpx.get(f"{bot.url}{path}", headers=auth, timeout=30).content)
     log = (outputs / "bot.log").read_text(encoding="utf-8")
     records = [json.loads(line) for line in log.splitlines() if line.startswith('{"time": ')]
     turns = [r for r in records if r.get("event") == "turn"]
@@ -285,10 +285,13 @@ def refused_requests(url: str, auth: dict[str, str]) -> list[bytes]:
         {**ask, "stream": FAKE_KEY},  # not a boolean
         {**ask, "model": FAKE_KEY},  # no such persona
     ]
-    bodies = [httpx.post(f"{url}/v1/chat/completions", json=b, headers=auth).content for b in posts]
+    bodies = [
+        httpx.post(f"{url}/v1/chat/completions", json=b, headers=auth, timeout=30).content
+        for b in posts
+    ]
     wrong = {"Authorization": f"Bearer {FAKE_KEY}"}
-    bodies.append(httpx.get(f"{url}/v1/models", headers=wrong).content)
-    bodies.append(httpx.get(f"{url}/v1/conversations/{FAKE_KEY}", headers=auth).content)
+    bodies.append(httpx.get(f"{url}/v1/models", headers=wrong, timeout=30).content)
+    bodies.append(httpx.get(f"{url}/v1/conversations/{FAKE_KEY}", headers=auth, timeout=30).content)
     # A head over 16 KiB that carries the key: the 431 must not repeat it.
     host, port = url.removeprefix("http://").split(":")
     head = f"GET /v1/models HTTP/1.1\r\nHost: bot\r\nConnection: close\r\nX-Key: {FAKE_KEY}"

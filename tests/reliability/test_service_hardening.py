@@ -311,11 +311,13 @@ def test_persona_names_are_looked_up_never_opened(live: tuple[str, int]) -> None
         turn = httpx.post(
             f"http://{host}:{port}/v1/conversations/c1/messages",
             json={"persona": name, "content": "hi"},
+            timeout=30,
         )
         assert (turn.status_code, turn.json()["error"]["code"]) == (404, "model_not_found")
         chat = httpx.post(
             f"http://{host}:{port}/v1/chat/completions",
             json={"model": name, "messages": [{"role": "user", "content": "hi"}]},
+            timeout=30,
         )
         assert (chat.status_code, chat.json()["error"]["code"]) == (404, "model_not_found")
 

@@ -9,16 +9,13 @@ from typing import Any
 import httpx
 import pytest
 from service_fakes import FakePersona
+from support import every_upstream_reachable
 
 from generic_framework.config import Settings
 from generic_framework.runtime import Runtime
 from generic_framework.service import create_app
 from generic_framework.service.readiness import UpstreamProbe
 from generic_framework.store import SQLiteStore
-
-
-async def reachable(host: str, port: int, seconds: float) -> None:
-    """A ``connect`` for :class:`UpstreamProbe` that finds every upstream reachable (offline)."""
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +63,7 @@ def client_for(
     ) -> httpx.AsyncClient:
         runtime = Runtime(settings_for(**values), store=store)
         chosen = personas if personas is not None else {"scout": FakePersona()}
-        probe = UpstreamProbe(runtime.settings, connect=reachable)
+        probe = UpstreamProbe(runtime.settings, connect=every_upstream_reachable)
         app = create_app(runtime=runtime, personas=chosen, upstream_probe=probe)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=raise_app_exceptions)

@@ -106,7 +106,7 @@ def test_json_schema_returns_valid_json_offline(bot: Process) -> None:
 def test_the_suggested_question_is_answered_and_the_lists_hold_only_askable_ones(
     bot: Process,
 ) -> None:
-    info = httpx.get(f"{bot.url}/v1/bot").json()
+    info = httpx.get(f"{bot.url}/v1/bot", timeout=30).json()
     client = openai.OpenAI(api_key="unused", base_url=f"{bot.url}/v1", max_retries=0)
     answer = client.chat.completions.create(
         model="scout", messages=[{"role": "user", "content": "// weather in Nanaimo today"}]

@@ -74,5 +74,5 @@ def test_the_memory_panel_lists_adds_and_deletes(browser: Any, bot: Process) -> 
     [item] = [li for li in page.all("#memories li") if li.text.startswith(FACT)]
     item.find_element(By.CSS_SELECTOR, "button.memory-delete").click()
     page.wait.until(lambda d: _kept(page) == ["Likes green tea"])
-    listed = httpx.get(f"{bot.url}/v1/memories?persona=keeper").json()["data"]
+    listed = httpx.get(f"{bot.url}/v1/memories?persona=keeper", timeout=30).json()["data"]
     assert [m["text"] for m in listed] == ["Likes green tea"]

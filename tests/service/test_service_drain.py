@@ -131,7 +131,9 @@ def test_sigterm_drains_first_then_finishes_the_running_turns(tmp_path: Path) ->
         bot = bot_process(tmp_path, mock).start()
         try:
             for name in ("before", "during"):
-                stored = httpx.get(f"{bot.url}/v1/conversations/{name}", headers=AUTH).json()
+                stored = httpx.get(
+                    f"{bot.url}/v1/conversations/{name}", headers=AUTH, timeout=30
+                ).json()
                 assert [(m["turn"], m["role"]) for m in stored["messages"]] == [
                     (1, "user"),
                     (1, "assistant"),

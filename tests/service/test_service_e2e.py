@@ -67,18 +67,18 @@ def test_auth_and_limits_over_http(tmp_path: Path) -> None:
     ):
         url = f"{bot.url}/v1/chat/completions"
         ask = {"model": "scout", "messages": [{"role": "user", "content": CAPITAL}]}
-        assert httpx.post(url, json=ask).status_code == 401
-        wrong = httpx.post(url, json=ask, headers={"Authorization": "Bearer nope"})
+        assert httpx.post(url, json=ask, timeout=30).status_code == 401
+        wrong = httpx.post(url, json=ask, headers={"Authorization": "Bearer nope"}, timeout=30)
         assert wrong.status_code == 401
         big = {"model": "scout", "messages": [{"role": "user", "content": "x" * 5000}]}
-        too_big = httpx.post(url, json=big, headers=AUTH)
+        too_big = httpx.post(url, json=big, headers=AUTH, timeout=30)
         assert too_big.status_code == 413
         long = {"model": "scout", "messages": [{"role": "user", "content": "y" * 51}]}
-        too_long = httpx.post(url, json=long, headers=AUTH)
+        too_long = httpx.post(url, json=long, headers=AUTH, timeout=30)
         assert too_long.status_code == 400
         assert too_long.json()["error"]["code"] == "message_too_long"
-        assert httpx.post(url, json=ask, headers=AUTH).status_code == 200
-        assert httpx.get(f"{bot.url}/healthz").status_code == 200
+        assert httpx.post(url, json=ask, headers=AUTH, timeout=30).status_code == 200
+        assert httpx.get(f"{bot.url}/healthz", timeout=30).status_code == 200
 
 
 def _read_until_progress(lines: Iterator[str]) -> dict[str, Any]:
@@ -101,7 +101,7 @@ def _post_turn(bot: Process, conversation: str, text: str, **extra: Any) -> http
 
 
 def _stored(bot: Process, conversation: str) -> httpx.Response:
-    return httpx.get(f"{bot.url}/v1/conversations/{conversation}", headers=AUTH)
+    return httpx.get(f"{bot.url}/v1/conversations/{conversation}", headers=AUTH, timeout=30)
 
 
 @pytest.mark.slow

@@ -108,7 +108,7 @@ def test_the_openai_client_retries_a_409_and_gets_the_first_answer(tmp_path: Pat
         )
         first.start()
         until(lambda: mock_requests(mock) == 1, "the first is waiting for the mock's answer")
-        with httpx.Client() as raw:
+        with httpx.Client(timeout=30) as raw:
             busy = raw.post(
                 f"{bot.url}/v1/chat/completions",
                 json={"model": "scout", "messages": ask["messages"]},

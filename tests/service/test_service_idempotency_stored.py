@@ -95,7 +95,10 @@ def test_a_turn_stored_before_its_process_died_is_replayed_not_run_again(
     with mock_process(tmp_path, latency_ms=100) as mock:
         bot = bot_process(tmp_path, mock, **backend.env).start()
         try:
-            assert httpx.get(f"{bot.url}/v1/conversations", headers=AUTH).status_code == 200
+            assert (
+                httpx.get(f"{bot.url}/v1/conversations", headers=AUTH, timeout=30).status_code
+                == 200
+            )
             sql(backend.refuse_finish)
             first = httpx.post(
                 f"{bot.url}/v1/conversations/c1/messages",

@@ -278,7 +278,9 @@ def test_oversized_headers_are_refused(live_server: tuple[str, int]) -> None:
     host, port = live_server
     # uvicorn answers 400 and closes; the client may see the reset before the answer.
     try:
-        response = httpx.get(f"http://{host}:{port}/healthz", headers={"X-Big": "a" * 300_000})
+        response = httpx.get(
+            f"http://{host}:{port}/healthz", headers={"X-Big": "a" * 300_000}, timeout=30
+        )
     except httpx.TransportError:
         return
     assert response.status_code in (400, 431)
@@ -286,7 +288,7 @@ def test_oversized_headers_are_refused(live_server: tuple[str, int]) -> None:
 
 def test_a_normal_request_still_works(live_server: tuple[str, int]) -> None:
     host, port = live_server
-    assert httpx.get(f"http://{host}:{port}/healthz").json() == {"status": "ok"}
+    assert httpx.get(f"http://{host}:{port}/healthz", timeout=30).json() == {"status": "ok"}
 
 
 def test_a_client_that_disconnects_ends_its_turn(
@@ -299,7 +301,9 @@ def test_a_client_that_disconnects_ends_its_turn(
         "messages": [{"role": "user", "content": "go"}],
         "conversation_id": "gone",
     }
-    with httpx.stream("POST", f"http://{host}:{port}/v1/chat/completions", json=body) as response:
+    with httpx.stream(
+        "POST", f"http://{host}:{port}/v1/chat/completions", json=body, timeout=30
+    ) as response:
         lines = response.iter_lines()
         assert next(lines).startswith("data: ")
         assert endless.running == 1

@@ -35,7 +35,7 @@ def serve(tmp: Path, *args: str, **env: str) -> Process:
 
 def test_without_a_key_serve_answers_from_the_embedded_mock(tmp_path: Path) -> None:
     with serve(tmp_path) as bot:
-        info = httpx.get(f"{bot.url}/v1/bot").json()
+        info = httpx.get(f"{bot.url}/v1/bot", timeout=30).json()
         client = openai.OpenAI(api_key="unused", base_url=f"{bot.url}/v1")
         answer = client.chat.completions.create(
             model="scout", messages=[{"role": "user", "content": CAPITAL}]
@@ -47,7 +47,7 @@ def test_without_a_key_serve_answers_from_the_embedded_mock(tmp_path: Path) -> N
             client.chat.completions.create(
                 model="scout", messages=[{"role": "user", "content": "Nothing recorded this."}]
             )
-        ready = httpx.get(f"{bot.url}/readyz")
+        ready = httpx.get(f"{bot.url}/readyz", timeout=30)
     log = bot.log.read_text()
     assert "offline: no OPENAI_API_KEY set; answering from the embedded mock" in log
     assert set(info) == {"offline", "default_persona", "examples", "persona_examples"}
@@ -69,10 +69,11 @@ def test_mock_forces_offline_even_with_a_key(tmp_path: Path) -> None:
     with serve(
         tmp_path, "--mock", OPENAI_API_KEY="a-real-looking-key", BOT_DEFAULT_PERSONA="helper"
     ) as bot:
-        info = httpx.get(f"{bot.url}/v1/bot").json()
+        info = httpx.get(f"{bot.url}/v1/bot", timeout=30).json()
         answer = httpx.post(
             f"{bot.url}/v1/chat/completions",
             json={"model": "scout", "messages": [{"role": "user", "content": CAPITAL}]},
+            timeout=30,
         )
     assert "offline: --mock given" in bot.log.read_text()
     assert info["offline"] is True
@@ -85,6 +86,7 @@ def test_turns_served_offline_are_stored_as_offline_and_not_billed(tmp_path: Pat
         stored = httpx.post(
             f"{bot.url}/v1/conversations/demo/messages",
             json={"persona": "scout", "content": CAPITAL},
+            timeout=30,
         )
     assert stored.status_code == 200, stored.text
     env = {**base_env(tmp_path), "PERSONAS_DIR": str(PERSONAS), "DATA_DIR": str(tmp_path / "data")}
@@ -100,7 +102,7 @@ def test_turns_served_offline_are_stored_as_offline_and_not_billed(tmp_path: Pat
 def test_with_a_key_serve_is_online(tmp_path: Path) -> None:
     # The key is never used: only /v1/bot is asked, which calls no model.
     with serve(tmp_path, OPENAI_API_KEY="a-real-looking-key") as bot:
-        info = httpx.get(f"{bot.url}/v1/bot").json()
+        info = httpx.get(f"{bot.url}/v1/bot", timeout=30).json()
     assert info == {
         "offline": False,
         "default_persona": "scout",
@@ -142,8 +144,10 @@ def test_a_mock_zai_server_upstream_offers_its_recorded_questions(tmp_path: Path
             OPENAI_BASE_URL=mock.base_url,
         ) as bot,
     ):
-        info = httpx.get(f"{bot.url}/v1/bot").json()
-        asked = httpx.get(f"{mock.url}/mock/examples", params={"persona": "scout"}).json()
+        info = httpx.get(f"{bot.url}/v1/bot", timeout=30).json()
+        asked = httpx.get(
+            f"{mock.url}/mock/examples", params={"persona": "scout"}, timeout=30
+        ).json()
     assert info["offline"] is True and info["default_persona"] == "scout"
     assert info["examples"] == bundled_examples(persona="scout") != []
     # Every persona's own questions, learnt from the mock, as the embedded mock gives them.
@@ -158,7 +162,7 @@ def test_a_plain_http_upstream_that_is_no_mock_is_online(tmp_path: Path) -> None
     # Nothing listens there: the start-up question fails, and the bot is online as before.
     env = {"OPENAI_API_KEY": "a-key", "OPENAI_BASE_URL": "http://127.0.0.1:9/api/paas/v4"}
     with serve(tmp_path, **env) as bot:
-        info = httpx.get(f"{bot.url}/v1/bot").json()
+        info = httpx.get(f"{bot.url}/v1/bot", timeout=30).json()
     assert info == {
         "offline": False,
         "default_persona": "scout",
@@ -172,7 +176,7 @@ def test_the_offline_memory_demo_remembers_in_one_chat_and_recalls_in_the_next(
 ) -> None:
     examples = PERSONAS / "examples"
     with serve(tmp_path, "--mock", PERSONAS_DIR=str(examples)) as bot:
-        info = httpx.get(f"{bot.url}/v1/bot").json()
+        info = httpx.get(f"{bot.url}/v1/bot", timeout=30).json()
 
         def turn(cid: str, text: str) -> str:
             done = httpx.post(
@@ -183,12 +187,12 @@ def test_the_offline_memory_demo_remembers_in_one_chat_and_recalls_in_the_next(
             assert done.status_code == 200, done.text
             return str(done.json()["content"])
 
-        before = httpx.get(f"{bot.url}/v1/memories?persona=keeper").json()
+        before = httpx.get(f"{bot.url}/v1/memories?persona=keeper", timeout=30).json()
         kept = turn("demo-1", "Remember that my cat is called Miso.")
-        after = httpx.get(f"{bot.url}/v1/memories?persona=keeper").json()
+        after = httpx.get(f"{bot.url}/v1/memories?persona=keeper", timeout=30).json()
         recalled = turn("demo-2", "What is my cat called?")
-        gone = httpx.delete(f"{bot.url}/v1/memories/{after['data'][0]['id']}")
-        empty = httpx.get(f"{bot.url}/v1/memories").json()
+        gone = httpx.delete(f"{bot.url}/v1/memories/{after['data'][0]['id']}", timeout=30)
+        empty = httpx.get(f"{bot.url}/v1/memories", timeout=30).json()
     assert "Remember that my cat is called Miso." in info["persona_examples"]["keeper"]
     assert before == {"object": "list", "data": []}
     assert kept == "Got it: I will remember that your cat is called Miso."
@@ -208,7 +212,7 @@ def test_the_bundled_picture_sent_as_the_page_sends_it_is_answered_offline(
         {"type": "image_url", "image_url": {"url": file_url(picture)}},
     ]
     with serve(tmp_path, "--mock") as bot:
-        info = httpx.get(f"{bot.url}/v1/bot").json()
+        info = httpx.get(f"{bot.url}/v1/bot", timeout=30).json()
         # The page's request: the message's parts to a stored conversation, streamed.
         answer = httpx.post(
             f"{bot.url}/v1/conversations/picture/messages",

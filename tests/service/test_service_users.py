@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import reachable
+from support import every_upstream_reachable
 
 from generic_framework.config import Settings
 from generic_framework.core.persona import Persona
@@ -76,7 +76,7 @@ async def world(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     app = create_app(
         runtime=runtime,
         personas={"scout": persona},
-        upstream_probe=UpstreamProbe(settings, connect=reachable),
+        upstream_probe=UpstreamProbe(settings, connect=every_upstream_reachable),
     )
     clients: list[httpx.AsyncClient] = []
 

@@ -125,7 +125,7 @@ def mock() -> AsyncIterator[MockServer]:
 
 
 def _report(mock: MockServer) -> dict[str, Any]:
-    return httpx.get(f"{mock.url}/mock/report").json()  # type: ignore[no-any-return]
+    return httpx.get(f"{mock.url}/mock/report", timeout=30).json()  # type: ignore[no-any-return]
 
 
 @asynccontextmanager
@@ -196,7 +196,9 @@ class Bot:
         would make it wait the 1 s queue timeout and answer 503, a lock still held would make
         it wait for good (the time bound only catches a hang on a busy machine)."""
         started = time.monotonic()
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{self.port}") as client:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{self.port}", timeout=30
+        ) as client:
             response = await client.post(
                 f"/v1/conversations/{CID}/messages", json={"persona": "probe", "content": "next?"}
             )
@@ -210,7 +212,7 @@ class Bot:
 
 @pytest.fixture
 async def bot(tmp_path: Path, mock: MockServer) -> AsyncIterator[Bot]:
-    httpx.post(f"{mock.url}/mock/reset")
+    httpx.post(f"{mock.url}/mock/reset", timeout=30)
     TOOL_RUNS.clear()
     settings = Settings.defaults(
         api_key="mock-key",

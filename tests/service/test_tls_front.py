@@ -165,10 +165,12 @@ def test_http_is_redirected_to_the_same_url_over_https(
     front: tuple[str, str, ssl.SSLContext],
 ) -> None:
     _, http, _ = front
-    moved = httpx.get(f"{http}/v1/models?limit=2", headers={"Host": "chat.example.com"})
+    moved = httpx.get(f"{http}/v1/models?limit=2", headers={"Host": "chat.example.com"}, timeout=30)
     assert moved.status_code == 301
     assert moved.headers["location"] == "https://chat.example.com/v1/models?limit=2"
-    post = httpx.post(f"{http}/v1/chat/completions", headers={"Host": "chat.example.com"})
+    post = httpx.post(
+        f"{http}/v1/chat/completions", headers={"Host": "chat.example.com"}, timeout=30
+    )
     assert post.status_code == 301  # nothing reaches the bot over plain HTTP
 
 

@@ -107,7 +107,8 @@ def test_unknown_methods_wrong_tokens_and_paths_answer_like_telegram(
     assert elsewhere.status_code == 404 and elsewhere.json()["ok"] is False
     assert raw(fake_bot_api, "getme").json()["ok"]  # method names are case-insensitive
     broken = httpx.post(f"{fake_bot_api.base_url}/bot{fake_bot_api.token}/sendMessage",
-                        content=b"{", headers={"content-type": "application/json"})  # fmt: skip
+                        content=b"{", headers={"content-type": "application/json"},
+                        timeout=30)  # fmt: skip
     assert broken.status_code == 400 and broken.json()["ok"] is False
     statuses = [(c.method, c.status) for c in fake_bot_api.calls]
     assert statuses == [

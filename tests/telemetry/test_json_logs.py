@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import settings
+from telemetry_support import settings
 
 from generic_framework.core.persona import Persona
 from generic_framework.redaction import register_secret

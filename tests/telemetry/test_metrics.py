@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import TOKEN, Bot, samples, settings
+from telemetry_support import TOKEN, Bot, samples, settings
 
 from generic_framework.core.persona import Persona
 from generic_framework.runtime import Runtime

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from importlib import metadata
 
 import pytest
-from conftest import samples
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client import metrics as client_metrics
+from telemetry_support import samples
 
 from generic_framework.telemetry.metrics import UPSTREAM_BUCKETS, Metrics
 

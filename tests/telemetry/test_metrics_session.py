@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import Bot, fixture_usage, samples
 from prometheus_client.utils import floatToGoString
+from telemetry_support import Bot, fixture_usage, samples
 
 from generic_framework.telemetry.metrics import TURN_BUCKETS
 

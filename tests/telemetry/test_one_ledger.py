@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import samples
+from telemetry_support import samples
 
 from generic_framework.config import Settings
 from generic_framework.mock import MockServer

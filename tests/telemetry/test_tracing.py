@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import REPO, Bot, settings
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from telemetry_support import REPO, Bot, settings
 
 from generic_framework.core.persona import Persona
 from generic_framework.runtime import Runtime
