@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from generic_framework.chats.telegram import formatting
@@ -537,8 +537,10 @@ _CITATIONS = st.lists(
 
 
 # A fence's info string is the code block's language: an attribute, not text.
-# (after any quote or list markers that hold the fence)
+# (after any quote or list markers that hold the fence; a line ends at "\n", "\r\n" or a
+# lone "\r", as in CommonMark)
 _FENCE_INFO = re.compile(r"^((?:\s*(?:[>*+-]|\d+[.)]))*\s*(?:`{3,}|~{3,}))[^\n]*", re.MULTILINE)
+_LINE_END = re.compile(r"\r\n?")
 
 
 def _letters(text: str) -> Counter[str]:
@@ -553,7 +555,7 @@ def _check_answer(content: str, citations: list[Citation], limit: int) -> None:
         assert set(parsed.tags) <= _OURS
         assert _units(parsed.text) <= limit
         seen += parsed.text + " ".join(unquote(h) for h in parsed.hrefs)
-    wanted = _letters(_FENCE_INFO.sub(r"\1", content))
+    wanted = _letters(_FENCE_INFO.sub(r"\1", _LINE_END.sub("\n", content)))
     assert not wanted - _letters(seen), (wanted - _letters(seen), chunks)
     # A site named like its title is shown once.
     for citation in citations:
@@ -573,6 +575,7 @@ def test_any_answer_becomes_valid_messages_that_lose_nothing(
 
 @_PROPERTY
 @given(content=_TEXT, citations=_CITATIONS, limit=st.integers(8, 60))
+@example(content="0\r```](https://a.io/x)", citations=[], limit=8)  # a fence after a lone CR
 def test_any_answer_splits_into_valid_messages_that_lose_nothing(
     content: str, citations: list[Citation], limit: int
 ) -> None:
