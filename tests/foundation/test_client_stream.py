@@ -543,7 +543,7 @@ async def test_concurrency_slot_is_released_after_each_stream(
     client, script = make_client(*(sse_response(raw) for _ in range(3)), llm_max_concurrency=1)
 
     for _ in range(3):
-        await asyncio.wait_for(collect(client), timeout=2)
+        await asyncio.wait_for(collect(client), timeout=30)  # not the 120 s queue timeout
 
     assert len(script.requests) == 3
 

@@ -64,7 +64,7 @@ def chromium(profile: Path, size: tuple[int, int] = DESKTOP) -> Iterator[Any]:
     service = Service(executable_path=CHROMEDRIVER, log_output=str(profile.parent / "driver.log"))
     driver = webdriver.Chrome(options=options, service=service)
     try:
-        driver.set_page_load_timeout(20)
+        driver.set_page_load_timeout(60)
         # The viewport exactly (a window cannot be narrower than the browser's minimum width).
         metrics = {"width": size[0], "height": size[1], "deviceScaleFactor": 1}
         driver.execute_cdp_cmd(
@@ -78,7 +78,9 @@ def chromium(profile: Path, size: tuple[int, int] = DESKTOP) -> Iterator[Any]:
 class Page:
     """The chat page in one browser: open it, ask, wait, read."""
 
-    def __init__(self, driver: Any, url: str, token: str | None = None, timeout: float = 20):
+    def __init__(self, driver: Any, url: str, token: str | None = None, timeout: float = 60):
+        # Every wait is for a condition and only bounds a hang: a quiet machine leaves it at
+        # once; under CPU and disk load a bot process's first answer took over 20 s.
         self.driver = driver
         self.url = url
         self.token = token
