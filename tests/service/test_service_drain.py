@@ -165,7 +165,8 @@ def test_without_a_drain_the_service_stops_accepting_at_once(tmp_path: Path) -> 
         try:
             assert httpx.get(f"{bot.url}/readyz", timeout=5).status_code == 200
             _signal(bot)
-            assert _wait_refused(bot, 5) < 1.5
+            # At once, not after a drain (8 s where operators set one): room for a busy machine.
+            assert _wait_refused(bot, 10) < 4
             assert _exit_code(bot, 10) is not None
         finally:
             bot.stop()
