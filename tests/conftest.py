@@ -105,11 +105,9 @@ def no_retry_waits() -> Iterator[None]:
 def postgres_server() -> Iterator[Any]:
     """A throwaway PostgreSQL cluster for the session (see ``postgres_server.py``); skips when
     the server binaries are absent."""
-    from postgres_server import PostgresServer, require_server, sweep_abandoned
+    from postgres_server import PostgresServer, require_server
 
-    bindir = require_server()
-    sweep_abandoned(bindir)  # clusters of runs killed before their clean-up
-    server = PostgresServer(bindir).init()
+    server = PostgresServer(require_server()).init()
     try:
         yield server
     finally:
@@ -121,6 +119,19 @@ def postgres_server() -> Iterator[Any]:
 
 
 _REMOVE_AT_THE_END: list[Path] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Clusters that runs killed before their clean-up left running are stopped and removed
+    here, before any test's clock starts: deleting a big one takes a minute under disk load,
+    which the first test to use the server would otherwise be charged with."""
+    from postgres_server import sweep_abandoned
+
+    from benchmarks.postgres import bindir
+
+    found = bindir()
+    if found is not None:
+        sweep_abandoned(found)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

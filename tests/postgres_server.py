@@ -10,8 +10,8 @@ Missing binaries skip the tests that need them, unless ``GF_REQUIRE_POSTGRES=1``
 
 A cluster's directory names the process that made it (``owner``: its pid and start time). A
 run killed before its clean-up leaves its cluster behind, still running and holding its files;
-:func:`sweep_abandoned` (called before a session starts its own) stops and removes those whose
-owner is gone, and leaves alone those of runs still going beside it.
+:func:`sweep_abandoned` (called when a test session starts, before any test's clock) stops and
+removes those whose owner is gone, and leaves alone those of runs still going beside it.
 """
 
 from __future__ import annotations
