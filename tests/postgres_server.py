@@ -47,27 +47,17 @@ PREFIX = "gf-pg-"
 OWNER = "owner"
 
 
-def _process_mark(pid: int) -> str:
-    """``pid`` and its start time (so that a reused pid is not taken for the owner); empty
-    when no such process runs."""
+def _process_mark(pid: int) -> str | None:
+    """``pid`` and its start time (so that a reused pid is not taken for the owner); ``""``
+    when no such process runs, None when that cannot be read (not ours to see)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
     except FileNotFoundError:
         return ""
-    except OSError:  # no /proc here: the pid alone
-        return str(pid) if _alive(pid) else ""
+    except OSError:
+        return None
     # The fields after the command's ")" (which may hold spaces): the 20th is the start time.
     return f"{pid} {stat.rsplit(')', 1)[1].split()[19]}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def sweep_abandoned(bindir: Path, where: Path | None = None) -> list[Path]:
@@ -81,8 +71,8 @@ def sweep_abandoned(bindir: Path, where: Path | None = None) -> list[Path]:
             owner = int(mark.split()[0])
         except (OSError, ValueError, IndexError):
             continue
-        if _process_mark(owner) == mark:
-            continue  # its run is still going
+        if _process_mark(owner) in (mark, None):
+            continue  # its run is still going, or cannot be told from a gone one
         if (root / "data" / "postmaster.pid").exists():
             with suppress(subprocess.SubprocessError, OSError):
                 PostgresServer(bindir, root).stop("immediate")
@@ -112,7 +102,7 @@ class PostgresServer:
         self._databases = 0
         if root is not None:
             return
-        (self.root / OWNER).write_text(_process_mark(os.getpid()), encoding="ascii")
+        (self.root / OWNER).write_text(_process_mark(os.getpid()) or "", encoding="ascii")
         if self._as_user:
             entry = pwd.getpwnam(SERVER_USER)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
