@@ -202,7 +202,7 @@ class Lines:
         return "".join(self.lines)
 
 
-async def wait_for(check: Callable[[], bool], what: str = "", seconds: float = 10.0) -> None:
+async def wait_for(check: Callable[[], bool], what: str = "", seconds: float = 30.0) -> None:
     """Poll ``check`` until it holds; fail saying ``what`` was awaited after ``seconds``."""
     deadline = time.monotonic() + seconds
     while not check():

@@ -157,7 +157,7 @@ class Stream:
         self.seen = b""
         self._read = 0  # how far earlier calls of read_until looked
 
-    async def read_until(self, wanted: bytes, seconds: float = 10.0) -> None:
+    async def read_until(self, wanted: bytes, seconds: float = 30.0) -> None:
         """Read until ``wanted`` arrives after what earlier calls found."""
         async with asyncio.timeout(seconds):
             while (found := self.seen.find(wanted, self._read)) < 0:
