@@ -60,6 +60,7 @@ _OWN = frozenset(
     {
         "raw_httpx",
         "typed_httpx",
+        "stored_httpx",
         "persona",
         "persona_inline",
         "persona_conversation",
@@ -68,9 +69,10 @@ _OWN = frozenset(
     }
 )
 _STORES = (
-    ("persona_conversation", "SQLite", 1.25),
-    ("persona_conversation_pg", "PostgreSQL", 1.6),
+    ("persona_conversation", "SQLite", 1.25, None),
+    ("persona_conversation_pg", "PostgreSQL", 1.6, "stored_httpx"),
 )
+"""Each store's row, its target against raw httpx, and the floor shown beside it (if any)."""
 
 
 def verdicts(rows: list[Row]) -> list[Verdict]:
@@ -151,11 +153,14 @@ def _streaming_verdicts(stream: list[Row]) -> list[Verdict]:
 def _store_verdicts(seq: list[Row], floor: float) -> list[Verdict]:
     """The turn with a conversation_id, per store; a store row not measured says why."""
     out = []
-    for key, store, limit in _STORES:
+    for key, store, limit, beside in _STORES:
         target = f"1. persona with a conversation_id ({store}) CPU <= {limit}x raw httpx"
         stored = _median(seq, key, "cpu_ms")
         if stored is not None:
-            out.append(Verdict(target, _ratio(stored, floor), stored <= limit * floor))
+            shown = _ratio(stored, floor)
+            if beside and (own := _median(seq, beside, "cpu_ms")):
+                shown += f"; {_ratio(stored, own)} the stored floor ({_ratio(own, floor)} raw)"
+            out.append(Verdict(target, shown, stored <= limit * floor))
             continue
         row = next((r for r in seq if r.key == key), None)
         if row is not None and row.note:

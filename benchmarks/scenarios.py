@@ -187,6 +187,12 @@ SEQUENTIAL: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
         {"conversation": True},
     ),
     (
+        "stored_httpx",
+        "stored_httpx",
+        "raw httpx + each turn in PostgreSQL by hand, two round trips (the stored floor)",
+        {"postgres": True},
+    ),
+    (
         "persona_conversation_pg",
         "persona",
         "Persona, sync tool, with a conversation_id (one turn of history, stored in PostgreSQL)",

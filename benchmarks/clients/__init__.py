@@ -61,6 +61,12 @@ CLIENTS: dict[str, ClientSpec] = {
             "pydantic",
             "raw httpx + pydantic models (the typed floor)",
         ),
+        ClientSpec(
+            "stored_httpx",
+            "benchmarks.clients.stored_httpx",
+            "psycopg",
+            "raw httpx + each turn in PostgreSQL by hand (the stored floor)",
+        ),
         ClientSpec("persona", "benchmarks.clients.persona", "generic_framework", "Persona"),
         ClientSpec(
             "glmclient", "benchmarks.clients.glmclient", "generic_framework", "GLMClient hand loop"

@@ -150,6 +150,44 @@ async def test_the_persona_stores_its_turns_in_the_harness_s_own_postgresql(
     assert len({m.turn for m in stored}) == 3
 
 
+async def test_the_stored_floor_keeps_each_turn_and_sends_the_last_one_along(
+    server_url: str,
+) -> None:
+    why_not = postgres.unavailable()
+    if why_not is not None:
+        pytest.skip(why_not)
+    import psycopg
+
+    with postgres.throwaway() as database_url:
+        driver = await _driver("stored_httpx", server_url, database_url=database_url)
+        sent: list[int] = []
+        post = driver._post  # type: ignore[attr-defined]
+
+        async def counted(messages: list[dict[str, object]]) -> object:
+            sent.append(len(messages))
+            return await post(messages)
+
+        driver._post = counted  # type: ignore[attr-defined]
+        try:
+            result = await run_client.sequential(driver, 2, 1)
+        finally:
+            await driver.aclose()
+        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+            rows = await (await conn.execute("SELECT turn, messages FROM floor_turns")).fetchall()
+            held = await (
+                await conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+            ).fetchone()
+    assert result["cpu_per_conv"] > 0
+    assert sorted(turn for turn, _ in rows) == [1, 2, 3]
+    assert all(
+        [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+        for _, messages in rows
+    )
+    # The first turn sends system + user, then + its tool round; later ones carry the turn before.
+    assert sent == [2, 4, 6, 8, 6, 8]
+    assert held == (0,)  # every turn gave the lock back
+
+
 async def test_persona_runs_four_slow_tools_in_one_round() -> None:
     with Server(calls=4).running() as url:
         driver = await _driver("persona", url, slow_tool=True)
@@ -218,6 +256,20 @@ def test_a_failing_fresh_process_run_is_reported_not_counted() -> None:
 
 def _row(scenario: str, key: str, **medians: float) -> Row:
     return Row(scenario, key, key, {m: {"median": v} for m, v in medians.items()})
+
+
+def test_the_postgresql_row_shows_the_stored_floor_beside_raw_httpx() -> None:
+    rows = [
+        _row("1", "raw_httpx", cpu_ms=2.0),
+        _row("1", "persona", cpu_ms=2.1),
+        _row("1", "stored_httpx", cpu_ms=3.0),
+        _row("1", "persona_conversation_pg", cpu_ms=3.3),
+    ]
+    found = {v.target: v for v in verdicts(rows)}
+    on_postgres = found["1. persona with a conversation_id (PostgreSQL) CPU <= 1.6x raw httpx"]
+    assert on_postgres.met is False  # the target stays against raw httpx
+    assert on_postgres.measured == "1.65x; 1.10x the stored floor (1.50x raw)"
+    assert not any("below every peer" in target for target in found)  # the floor is no peer
 
 
 def test_verdicts_compare_medians_with_the_targets() -> None:

@@ -1,0 +1,90 @@
+"""The stored floor: raw httpx, each turn kept in PostgreSQL by hand, in the same two round trips.
+
+What any client pays that keeps a conversation in PostgreSQL for replicas to share, at the
+least: the conversation's advisory lock taken together with the last turn's read (one simple
+query of two statements), the turn's messages sent along as history, and the new turn written
+together with the lock's release (one statement). One connection opened at start, plain dicts,
+``json.dumps`` for the write; psycopg gives the JSON back parsed. No counters, no record
+columns, no pictures, no validation: less than the library's store does, so a row compared with
+this floor shows what the library adds over the round trips themselves.
+
+Options: ``database_url`` (required). The conversation is this process's own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from typing import Any
+
+from benchmarks import job
+from benchmarks.clients import Driver
+from benchmarks.clients.raw_httpx import RawHttpx
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS floor_turns (conversation text, turn integer, messages jsonb,"
+    " PRIMARY KEY (conversation, turn))"
+)
+_WRITE = (
+    "WITH t AS (INSERT INTO floor_turns VALUES (%s, %s, %s::jsonb)) SELECT pg_advisory_unlock(%s)"
+)
+
+
+class StoredHttpx(RawHttpx):
+    """:class:`RawHttpx`'s loop, with the last turn loaded before it and the turn stored after."""
+
+    def __init__(self, base_url: str, options: dict[str, Any], conn: Any) -> None:
+        super().__init__(base_url, {})
+        self.conn = conn
+        self.cursor = conn.cursor()
+        self.conversation = f"floor-{os.getpid()}"
+        self.key = zlib.crc32(self.conversation.encode())
+        # Both values are this module's own (an integer, a name of letters, digits and "-"):
+        # the read is one simple query, as a hand-written client sends two statements at once.
+        self.read = (
+            f"SELECT pg_try_advisory_lock({self.key});"  # noqa: S608 - the values above
+            " SELECT turn, messages FROM floor_turns"
+            f" WHERE conversation = '{self.conversation}' ORDER BY turn DESC LIMIT 1"
+        ).encode()
+
+    async def converse(self) -> str:
+        cursor = await self.cursor.execute(self.read, prepare=False)
+        (got,) = await cursor.fetchone()
+        if not got:
+            raise RuntimeError("the conversation's lock is held elsewhere")
+        cursor.nextset()
+        last = await cursor.fetchone()
+        turn, history = (last[0], last[1]) if last else (0, [])
+        new: list[dict[str, Any]] = [{"role": "user", "content": job.QUESTION}]
+        messages = [{"role": "system", "content": job.SYSTEM}, *history, *new]
+        message = await self._post(messages)
+        while message.get("tool_calls"):
+            messages.append(message)
+            new.append(message)
+            for call in message["tool_calls"]:
+                args = json.loads(call["function"]["arguments"])
+                result = job.get_weather(**args)
+                reply = {"role": "tool", "tool_call_id": call["id"], "content": result}
+                messages.append(reply)
+                new.append(reply)
+            message = await self._post(messages)
+        new.append(message)
+        await self.cursor.execute(_WRITE, (self.conversation, turn + 1, json.dumps(new), self.key))
+        return str(message["content"])
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self.conn.close()
+
+
+async def open_driver(base_url: str, options: dict[str, Any]) -> Driver:
+    """Connect, make the table, and build the driver."""
+    import psycopg
+
+    url = options.get("database_url")
+    if not url:
+        raise ValueError("the stored floor needs the option database_url")
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    await conn.execute(_SCHEMA)
+    return StoredHttpx(base_url, options, conn)
