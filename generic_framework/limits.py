@@ -31,6 +31,7 @@ __all__ = [
     "BODY_BYTES_MIN",
     "CONVERSATION_ID_MAX",
     "CONVERSATION_ID_PATTERN",
+    "MAX_ITEMS_LIMIT",
     "MAX_SECONDS",
     "MODEL_ID_PATTERN",
     "PERSONA_NAME_PATTERN",
@@ -150,6 +151,10 @@ def shown(value: object, limit: int = 60) -> str:
         return text
     size = f"{len(value)} characters, " if isinstance(value, str) else ""
     return f"{size}starting {text[: limit - 10]}..."
+
+
+MAX_ITEMS_LIMIT = 200
+"""The largest ``max_items`` a persona may set (``[memory]``): the facts kept per user."""
 
 
 # ------------------------------------------------------------------------------ identifiers

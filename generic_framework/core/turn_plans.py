@@ -22,7 +22,6 @@ from generic_framework.core.resources import Resources
 from generic_framework.core.spec import ResolvedSpec
 from generic_framework.core.tooling import ToolPlan, build_plans, reserved_names, with_tools
 from generic_framework.errors import ConfigError
-from generic_framework.memory.tools import MEMORY_TOOL_NAMES
 from generic_framework.tools.base import FunctionTool, Tool
 from generic_framework.tools.reader import ReadFunction, has_url, make_reader_tool
 from generic_framework.tools.search import SearchFunction
@@ -78,7 +77,11 @@ class TurnPlans:
     ) -> None:
         self.spec = spec
         self.runtime = runtime
-        taken = MEMORY_TOOL_NAMES & {t.name for t in tools} if spec.memory.enabled else set()
+        taken: frozenset[str] = frozenset()
+        if spec.memory.enabled:  # the memory's tools (and its store's module) for such a persona
+            from generic_framework.memory.tools import MEMORY_TOOL_NAMES
+
+            taken = MEMORY_TOOL_NAMES & {t.name for t in tools}
         if taken:
             raise ConfigError(
                 f"persona {spec.name!r}: a persona with [memory] offers its own "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from generic_framework.store.memories import MAX_ITEMS_LIMIT
+from generic_framework.limits import MAX_ITEMS_LIMIT
 
 __all__ = ["DEFAULT_MAX_ITEMS", "MemorySpec"]
 

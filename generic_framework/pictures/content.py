@@ -8,15 +8,20 @@
 - :func:`stored_text` is what a stored turn keeps as its user message: the text and, per
   picture, its description (or a mark naming it by hash); later turns send that, never the
   picture again (docs/design/0329).
+
+The store's picture type is imported by :func:`kept` when a turn has pictures: the settings and
+a turn without any read this module, and need not load it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generic_framework.pictures.parts import Picture, image_part_url
-from generic_framework.store.pictures import StoredPicture
+
+if TYPE_CHECKING:
+    from generic_framework.store.pictures import StoredPicture
 
 __all__ = [
     "EARLIER_PICTURE",
@@ -107,6 +112,8 @@ def stored_text(text: str, pictures: Sequence[Picture]) -> str:
 def kept(pictures: Sequence[Picture]) -> tuple[StoredPicture, ...]:
     """The pictures as a stored turn keeps them: a ``data:`` picture by its bytes, an
     ``https`` one by its address, each with its hash and description (docs/design/0329)."""
+    from generic_framework.store.pictures import StoredPicture
+
     return tuple(
         StoredPicture(
             sha256=p.sha256,

@@ -27,7 +27,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Protocol
 
-from generic_framework.limits import check_persona_name
+from generic_framework.limits import MAX_ITEMS_LIMIT, check_persona_name
 from generic_framework.redaction import redact
 
 __all__ = [
@@ -46,8 +46,6 @@ __all__ = [
 
 FACT_CHARS = 300
 """The longest fact kept, in characters."""
-MAX_ITEMS_LIMIT = 200
-"""The largest ``max_items`` a persona may set."""
 MEMORY_ID_PATTERN = r"^mem_[0-9a-f]{16}$"
 """A memory's id: ``mem_`` and 16 hexadecimal digits, random."""
 _MEMORY_ID = re.compile(MEMORY_ID_PATTERN)

@@ -60,6 +60,10 @@ ALLOWED: dict[str, set[str]] = {
     # A turn without a conversation or a caller loads no store module.
     "core/persona.py": {"generic_framework.store.users"},
     "core/turn.py": {"generic_framework.store.base"},
+    # A persona without memory loads neither its tools nor the memory store's module; a turn
+    # without pictures not the store's picture type.
+    "core/turn_plans.py": {"generic_framework.memory.tools"},
+    "pictures/content.py": {"generic_framework.store.pictures"},
     # The persona files' reader; the edges' turn service, for the edges that ask for it.
     "runtime.py": {"generic_framework.core.loader", "generic_framework.turns"},
     "service/info.py": {"generic_framework.mock"},

@@ -3,8 +3,10 @@
 In a fresh interpreter a Persona on a Runtime answers one plain question from the mock Z.AI
 server; then ``sys.modules`` is read. A persona without MCP servers loads no MCP connection
 code, and a turn without a conversation or a caller loads no store module and not the edges'
-turn service. The same probe with an MCP server declared, and with a stored conversation,
-shows the modules are the ones those turns load (so the probe sees what it claims to).
+turn service; a persona without memory loads neither the memory's tools nor its store's module,
+and a turn without pictures not the store's picture type. The same probe with an MCP server
+declared, with memory, and with a stored conversation, shows the modules are the ones those
+turns load (so the probe sees what it claims to).
 The public import alone loads none of them either, nor the wire client and httpx under it (the
 first client made imports them), and neither it nor a plain first answer builds the validators
 of the models only streams and the Web Search and Reader APIs use (``defer_build``).
@@ -34,6 +36,8 @@ async def main():
     fields = {}
     if mode == "mcp":
         fields["mcp_servers"] = [{"name": "files", "command": "never-started"}]
+    if mode == "memory":
+        fields["memory"] = {"enabled": True}
     settings = Settings.defaults(api_key="probe-key", base_url=base_url, data_dir=data_dir)
     async with Runtime(settings) as runtime:
         persona = Persona(
@@ -73,8 +77,11 @@ NOT_ON_A_PLAIN_FIRST_ANSWER = (
     "generic_framework.mcp_tools.connection",
     "generic_framework.mcp_tools.sessions",
     "generic_framework.mcp_tools.tools",
+    "generic_framework.memory.tools",
     "generic_framework.store.base",
     "generic_framework.store.keys",
+    "generic_framework.store.memories",
+    "generic_framework.store.pictures",
     "generic_framework.store.sqlite",
     "generic_framework.store.users",
     "generic_framework.turns",
@@ -137,7 +144,14 @@ def test_a_persona_with_mcp_servers_loads_the_sessions(mock: MockServer, tmp_pat
     assert "generic_framework.store.base" not in modules
 
 
+def test_a_persona_with_memory_loads_its_tools(mock: MockServer, tmp_path: Path) -> None:
+    modules = _modules(mock, tmp_path, "memory")
+    assert {"generic_framework.memory.tools", "generic_framework.store.memories"} <= modules
+    assert "generic_framework.mcp_tools.sessions" not in modules
+
+
 def test_a_stored_turn_loads_the_store(mock: MockServer, tmp_path: Path) -> None:
     modules = _modules(mock, tmp_path, "stored")
     assert {"generic_framework.store.base", "generic_framework.store.sqlite", "sqlite3"} <= modules
+    assert "generic_framework.store.pictures" in modules  # a stored turn's pictures' rows
     assert "generic_framework.mcp_tools.sessions" not in modules
