@@ -130,53 +130,55 @@ async def test_the_persona_with_a_conversation_loads_and_stores_each_turn(server
     assert len({m.turn for m in stored}) == 3  # the warm-up turn and the two measured ones
 
 
-async def test_the_persona_stores_its_turns_in_the_harness_s_own_postgresql(
-    server_url: str,
-) -> None:
+@pytest.fixture(scope="module")
+def harness_postgres() -> Iterator[str]:
+    """The harness's own throwaway PostgreSQL server (``benchmarks.postgres``), as its URL."""
     why_not = postgres.unavailable()
     if why_not is not None:
         pytest.skip(why_not)
     with postgres.throwaway() as database_url:
-        driver = await _driver("persona", server_url, conversation=True, database_url=database_url)
-        try:
-            result = await run_client.sequential(driver, 2, 1)
-            store = driver.runtime.store  # type: ignore[attr-defined]
-            stored = await store.get(driver.conversation_id)  # type: ignore[attr-defined]
-        finally:
-            await driver.aclose()
-        assert type(store).__name__ == "PostgresStore"
+        yield database_url
+
+
+async def test_the_persona_stores_its_turns_in_the_harness_s_own_postgresql(
+    server_url: str, harness_postgres: str
+) -> None:
+    driver = await _driver("persona", server_url, conversation=True, database_url=harness_postgres)
+    try:
+        result = await run_client.sequential(driver, 2, 1)
+        store = driver.runtime.store  # type: ignore[attr-defined]
+        stored = await store.get(driver.conversation_id)  # type: ignore[attr-defined]
+    finally:
+        await driver.aclose()
+    assert type(store).__name__ == "PostgresStore"
     assert result["cpu_per_conv"] > 0
     assert stored is not None
     assert len({m.turn for m in stored}) == 3
 
 
 async def test_the_stored_floor_keeps_each_turn_and_sends_the_last_one_along(
-    server_url: str,
+    server_url: str, harness_postgres: str
 ) -> None:
-    why_not = postgres.unavailable()
-    if why_not is not None:
-        pytest.skip(why_not)
     import psycopg
 
-    with postgres.throwaway() as database_url:
-        driver = await _driver("stored_httpx", server_url, database_url=database_url)
-        sent: list[int] = []
-        post = driver._post  # type: ignore[attr-defined]
+    driver = await _driver("stored_httpx", server_url, database_url=harness_postgres)
+    sent: list[int] = []
+    post = driver._post  # type: ignore[attr-defined]
 
-        async def counted(messages: list[dict[str, object]]) -> object:
-            sent.append(len(messages))
-            return await post(messages)
+    async def counted(messages: list[dict[str, object]]) -> object:
+        sent.append(len(messages))
+        return await post(messages)
 
-        driver._post = counted  # type: ignore[attr-defined]
-        try:
-            result = await run_client.sequential(driver, 2, 1)
-        finally:
-            await driver.aclose()
-        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+    driver._post = counted  # type: ignore[attr-defined]
+    locks = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+    try:
+        result = await run_client.sequential(driver, 2, 1)
+        # Read while the driver's session is open (closing it would free its locks anyway).
+        async with await psycopg.AsyncConnection.connect(harness_postgres) as conn:
             rows = await (await conn.execute("SELECT turn, messages FROM floor_turns")).fetchall()
-            held = await (
-                await conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
-            ).fetchone()
+            held = await (await conn.execute(locks)).fetchone()
+    finally:
+        await driver.aclose()
     assert result["cpu_per_conv"] > 0
     assert sorted(turn for turn, _ in rows) == [1, 2, 3]
     assert all(
