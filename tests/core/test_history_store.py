@@ -239,11 +239,12 @@ async def test_turns_on_one_conversation_run_one_at_a_time(
 async def test_other_conversations_are_not_blocked(
     tmp_path: Path, script: MakeScript, client_for: MakeClient
 ) -> None:
-    release = asyncio.Event()
+    entered, release = asyncio.Event(), asyncio.Event()
 
     @tool
     async def gate() -> str:
         """Wait for the test."""
+        entered.set()
         await release.wait()
         return "open"
 
@@ -252,6 +253,9 @@ async def test_other_conversations_are_not_blocked(
         "p", "S.", [gate], runtime=Runtime(make_settings(tmp_path), client=client_for(s))
     )
     blocked = asyncio.create_task(persona.respond("// a", conversation_id="one"))
+    # Conversation one holds its turn inside the tool before two starts: the scripted answers
+    # go out in that order (two's turn could otherwise load its history first and call first).
+    await asyncio.wait_for(entered.wait(), 30)
     other = await asyncio.wait_for(persona.respond("b", conversation_id="two"), 30)  # not forever
     assert other.content == "b"
     release.set()
