@@ -125,11 +125,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Clusters that runs killed before their clean-up left running are stopped and removed
     here, before any test's clock starts: deleting a big one takes a minute under disk load,
     which the first test to use the server would otherwise be charged with."""
-    from postgres_server import sweep_abandoned
+    from postgres_server import server_bindir, sweep_abandoned
 
-    from benchmarks.postgres import bindir
-
-    found = bindir()
+    found = server_bindir()
     if found is not None:
         sweep_abandoned(found)
 

@@ -30,12 +30,9 @@ class RawHttpx(Driver):
         response.raise_for_status()
         return response.json()["choices"][0]["message"]
 
-    async def converse(self) -> str:
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": job.SYSTEM},
-            {"role": "user", "content": job.QUESTION},
-        ]
-        message = await self._post(messages)
+    async def _answer(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The tool loop: each round's calls and results appended to ``messages``; the answer."""
+        message: dict[str, Any] = await self._post(messages)
         while message.get("tool_calls"):
             messages.append(message)
             for call in message["tool_calls"]:
@@ -43,7 +40,14 @@ class RawHttpx(Driver):
                 result = job.get_weather(**args)
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
             message = await self._post(messages)
-        return str(message["content"])
+        return message
+
+    async def converse(self) -> str:
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": job.SYSTEM},
+            {"role": "user", "content": job.QUESTION},
+        ]
+        return str((await self._answer(messages))["content"])
 
     async def _stream(
         self, messages: list[dict[str, Any]], first_delays: list[float]

@@ -56,20 +56,14 @@ class StoredHttpx(RawHttpx):
         cursor.nextset()
         last = await cursor.fetchone()
         turn, history = (last[0], last[1]) if last else (0, [])
-        new: list[dict[str, Any]] = [{"role": "user", "content": job.QUESTION}]
-        messages = [{"role": "system", "content": job.SYSTEM}, *history, *new]
-        message = await self._post(messages)
-        while message.get("tool_calls"):
-            messages.append(message)
-            new.append(message)
-            for call in message["tool_calls"]:
-                args = json.loads(call["function"]["arguments"])
-                result = job.get_weather(**args)
-                reply = {"role": "tool", "tool_call_id": call["id"], "content": result}
-                messages.append(reply)
-                new.append(reply)
-            message = await self._post(messages)
-        new.append(message)
+        messages = [
+            {"role": "system", "content": job.SYSTEM},
+            *history,
+            {"role": "user", "content": job.QUESTION},
+        ]
+        start = len(messages) - 1  # this turn's messages: the question onwards
+        message = await self._answer(messages)
+        new = [*messages[start:], message]
         await self.cursor.execute(_WRITE, (self.conversation, turn + 1, json.dumps(new), self.key))
         return str(message["content"])
 
