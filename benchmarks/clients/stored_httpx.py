@@ -31,31 +31,47 @@ _WRITE = (
 )
 
 
+class FloorStatements:
+    """The floor's two statements for one conversation on one autocommit connection (also
+    timed without the model by ``benchmarks.store_alone``)."""
+
+    def __init__(self, conn: Any, conversation: str) -> None:
+        self.cursor = conn.cursor()
+        self.conversation = conversation
+        self.key = zlib.crc32(conversation.encode())
+        # Both values are this module's own (an integer, a name of letters, digits and "-"):
+        # the read is one simple query, as a hand-written client sends two statements at once.
+        self.read_query = (
+            f"SELECT pg_try_advisory_lock({self.key});"  # noqa: S608 - the values above
+            " SELECT turn, messages FROM floor_turns"
+            f" WHERE conversation = '{self.conversation}' ORDER BY turn DESC LIMIT 1"
+        ).encode()
+
+    async def read(self) -> tuple[int, list[dict[str, Any]]]:
+        """Take the conversation's lock; the last turn's number and messages."""
+        cursor = await self.cursor.execute(self.read_query, prepare=False)
+        (got,) = await cursor.fetchone()
+        if not got:
+            raise RuntimeError("the conversation's lock is held elsewhere")
+        cursor.nextset()
+        last = await cursor.fetchone()
+        return (last[0], last[1]) if last else (0, [])
+
+    async def write(self, turn: int, messages: list[dict[str, Any]]) -> None:
+        """Store the turn and give the lock back, in one statement."""
+        await self.cursor.execute(_WRITE, (self.conversation, turn, json.dumps(messages), self.key))
+
+
 class StoredHttpx(RawHttpx):
     """:class:`RawHttpx`'s loop, with the last turn loaded before it and the turn stored after."""
 
     def __init__(self, base_url: str, options: dict[str, Any], conn: Any) -> None:
         super().__init__(base_url, {})
         self.conn = conn
-        self.cursor = conn.cursor()
-        self.conversation = f"floor-{os.getpid()}"
-        self.key = zlib.crc32(self.conversation.encode())
-        # Both values are this module's own (an integer, a name of letters, digits and "-"):
-        # the read is one simple query, as a hand-written client sends two statements at once.
-        self.read = (
-            f"SELECT pg_try_advisory_lock({self.key});"  # noqa: S608 - the values above
-            " SELECT turn, messages FROM floor_turns"
-            f" WHERE conversation = '{self.conversation}' ORDER BY turn DESC LIMIT 1"
-        ).encode()
+        self.statements = FloorStatements(conn, f"floor-{os.getpid()}")
 
     async def converse(self) -> str:
-        cursor = await self.cursor.execute(self.read, prepare=False)
-        (got,) = await cursor.fetchone()
-        if not got:
-            raise RuntimeError("the conversation's lock is held elsewhere")
-        cursor.nextset()
-        last = await cursor.fetchone()
-        turn, history = (last[0], last[1]) if last else (0, [])
+        turn, history = await self.statements.read()
         messages = [
             {"role": "system", "content": job.SYSTEM},
             *history,
@@ -63,8 +79,7 @@ class StoredHttpx(RawHttpx):
         ]
         start = len(messages) - 1  # this turn's messages: the question onwards
         message = await self._answer(messages)
-        new = [*messages[start:], message]
-        await self.cursor.execute(_WRITE, (self.conversation, turn + 1, json.dumps(new), self.key))
+        await self.statements.write(turn + 1, [*messages[start:], message])
         return str(message["content"])
 
     async def aclose(self) -> None:
@@ -74,11 +89,16 @@ class StoredHttpx(RawHttpx):
 
 async def open_driver(base_url: str, options: dict[str, Any]) -> Driver:
     """Connect, make the table, and build the driver."""
-    import psycopg
-
     url = options.get("database_url")
     if not url:
         raise ValueError("the stored floor needs the option database_url")
+    return StoredHttpx(base_url, options, await connect(url))
+
+
+async def connect(url: str) -> Any:
+    """An autocommit connection to ``url``, the floor's table made."""
+    import psycopg
+
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
     await conn.execute(_SCHEMA)
-    return StoredHttpx(base_url, options, conn)
+    return conn

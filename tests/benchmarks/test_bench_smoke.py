@@ -15,7 +15,15 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from benchmarks import instructions, job, postgres, run_client, service_bench, startup
+from benchmarks import (
+    instructions,
+    job,
+    postgres,
+    run_client,
+    service_bench,
+    startup,
+    store_alone,
+)
 from benchmarks.__main__ import scenarios
 from benchmarks.clients import CLIENTS, typed_httpx
 from benchmarks.report import Verdict, render, verdicts
@@ -188,6 +196,33 @@ async def test_the_stored_floor_keeps_each_turn_and_sends_the_last_one_along(
     # The first turn sends system + user, then + its tool round; later ones carry the turn before.
     assert sent == [2, 4, 6, 8, 6, 8]
     assert held == (0,)  # every turn gave the lock back
+
+
+def test_the_store_alone_times_both_stores_and_each_keeps_every_turn(
+    harness_postgres: str,
+) -> None:
+    import psycopg
+
+    result = store_alone.measure(harness_postgres, turns=3, rounds=2, warmup=1)
+    assert result["floor_us"] > 0 and result["library_us"] > 0
+    assert len(result["floor_rounds_us"]) == len(result["library_rounds_us"]) == 2
+    assert set(result["steps_us"]) == set(store_alone.STEPS)
+    assert sum(result["steps_us"].values()) <= result["library_us"] * 1.5
+    assert "x the floor's statements" in store_alone.render(result)
+    with psycopg.connect(harness_postgres) as conn:
+        floor = conn.execute(
+            "SELECT conversation, count(*) FROM floor_turns WHERE conversation LIKE 'alone-%'"
+            " GROUP BY conversation"
+        ).fetchall()
+        library = conn.execute(
+            "SELECT conversation_id, count(*), min(role), max(seq) FROM messages"
+            " WHERE conversation_id LIKE 'alone-%' GROUP BY conversation_id"
+        ).fetchall()
+        held = conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").fetchone()
+    # Each round: the warm-up turn and three timed ones, four messages each, locks given back.
+    assert sorted(n for _, n in floor) == [4, 4]
+    assert sorted((n, role, seq) for _, n, role, seq in library) == [(16, "assistant", 3)] * 2
+    assert held == (0,)
 
 
 async def test_persona_runs_four_slow_tools_in_one_round() -> None:
