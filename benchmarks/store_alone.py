@@ -2,7 +2,7 @@
 without the model, the library's PostgreSQL store against the stored floor's statements.
 
 Scenario 1's PostgreSQL row times whole chats, so its ratio carries the machine's cost of every
-round trip (the stored floor alone measures 1.13-1.48x raw httpx from run to run on one quiet
+round trip (the stored floor alone measures 1.15-1.48x raw httpx from run to run on one quiet
 machine). This loop keeps only the store, in one process pinned to the client CPU against a
 throwaway server pinned to the server CPU (``benchmarks.postgres``), rounds alternating:
 
