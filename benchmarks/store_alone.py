@@ -117,9 +117,7 @@ async def library_round(
 
     async def turn() -> None:
         t0 = _CLOCK()
-        hold = store.lock(conversation, history=1)
-        held = await hold.__aenter__()
-        try:
+        async with store.lock(conversation, history=1) as held:
             t1 = _CLOCK()
             history = await held.load(1)
             t2 = _CLOCK()
@@ -127,10 +125,6 @@ async def library_round(
                 raise RuntimeError(f"the store read {len(history)} messages back")
             await held.append_turn("bench", new, record)
             t3 = _CLOCK()
-        except BaseException as exc:
-            await hold.__aexit__(type(exc), exc, exc.__traceback__)
-            raise
-        await hold.__aexit__(None, None, None)
         t4 = _CLOCK()
         for step, spent in zip(STEPS, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             steps[step] += spent
